@@ -1,0 +1,33 @@
+"""Run every notebook in nbs/ through nbdev's executor: the notebooks' own asserts are the lesson tests.
+
+Cells flagged with a flag from settings.ini's `tst_flags` (e.g. `#| slow`) are skipped unless that flag is
+listed in IRBOOK_TEST_FLAGS (e.g. IRBOOK_TEST_FLAGS=slow make test); `#| eval: false` cells never run."""
+import os
+from pathlib import Path
+
+import pytest
+from nbdev.config import get_config
+from nbdev.test import test_nb as run_notebook  # renamed so pytest does not collect it
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
+
+
+def _flags():
+    cfg = get_config(path=ROOT)
+    known = cfg.get("tst_flags", "").split()
+    force = os.environ.get("IRBOOK_TEST_FLAGS", "").split()
+    unknown = set(force) - set(known)
+    assert not unknown, f"IRBOOK_TEST_FLAGS has flags not in settings.ini tst_flags: {unknown}"
+    return [f for f in known if f not in force], force
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 2, NOTEBOOKS
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook(nb):
+    skip, force = _flags()
+    ok, secs = run_notebook(nb, skip_flags=skip, force_flags=force, do_print=False, showerr=True, basepath=ROOT)
+    assert ok, f"{nb.name} failed (see the traceback printed above)"

@@ -1,0 +1,37 @@
+"""Repository hygiene that protects users and licences."""
+import json, subprocess, sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
+
+
+def test_notebooks_are_committed_without_outputs():
+    # outputs are produced by the book build; committed outputs could carry fastbook prose (not redistributable)
+    dirty = [nb.name for nb in NOTEBOOKS
+             if any(c.get("outputs") for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")]
+    assert not dirty, f"notebooks with outputs: {dirty}"
+
+
+def test_nbdev_tags_are_mirrored_for_jupyter_book():
+    # jupyter-book ignores nbdev directives: a hidden cell must be removed and an eval:false cell skipped
+    bad = []
+    for nb in NOTEBOOKS:
+        for i, c in enumerate(json.loads(nb.read_text())["cells"]):
+            src, tags = "".join(c["source"]), c.get("metadata", {}).get("tags", [])
+            if c["cell_type"] != "code": continue
+            if ("#| hide" in src or "#|hide" in src) and "remove-cell" not in tags: bad.append((nb.name, i, "hide"))
+            if "#| eval: false" in src and "skip-execution" not in tags: bad.append((nb.name, i, "eval"))
+    assert not bad, bad
+
+
+def test_toc_lists_every_notebook():
+    toc = (ROOT / "book" / "_toc.yml").read_text()
+    missing = [nb.stem for nb in NOTEBOOKS if f"nbs/{nb.stem}" not in toc]
+    assert not missing, f"notebooks not in book/_toc.yml: {missing}"
+
+
+def test_package_imports_and_has_version():
+    out = subprocess.run([sys.executable, "-c", "import irbook; print(irbook.__version__)"],
+                         capture_output=True, text=True, cwd=ROOT / "tests")
+    assert out.returncode == 0 and out.stdout.strip(), out.stderr

@@ -1,0 +1,55 @@
+"""Checks on the built course website (`make book`, then `make site-check`, which sets IRBOOK_SITE)."""
+import os, re
+from pathlib import Path
+
+import pytest
+
+SITE = os.environ.get("IRBOOK_SITE")
+pytestmark = pytest.mark.skipif(not SITE, reason="site checks run after `make book` via `make site-check`")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _html(rel):
+    p = Path(SITE) / rel
+    assert p.is_file(), f"{p} was not built"
+    return p.read_text(encoding="utf-8")
+
+
+def _pages():
+    return sorted(Path(SITE).rglob("*.html"))
+
+
+def test_intro_and_chapters_built():
+    intro = _html("intro.html")
+    assert "What the course covers" in intro
+    assert len(_pages()) >= 3
+
+
+def test_chapter_has_executed_outputs_and_api_reference():
+    page = _html("nbs/00_data.html")
+    outputs = re.findall(r'class="cell_output', page)
+    assert len(outputs) >= 5, "executed outputs missing"
+    assert "191" in page                       # the benchmark's question count, printed by an executed cell
+    assert "Path to the verified local copy" in page  # show_doc output of fetch (API reference)
+
+
+def test_no_remote_scripts_or_styles():
+    bad = []
+    for p in _pages():
+        html = p.read_text(encoding="utf-8")
+        for tag in re.findall(r"<(?:script|link)\b[^>]*>", html):
+            if re.search(r'(?:src|href)="(?:https?:)?//', tag) and ("stylesheet" in tag or "<script" in tag or "preload" in tag):
+                bad.append((p.name, tag[:120]))
+    assert not bad, bad[:5]
+
+
+def test_mathjax_is_local():
+    with_math = 0
+    for p in _pages():
+        srcs = re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', p.read_text(encoding="utf-8"), flags=re.I)
+        if not srcs: continue
+        with_math += 1
+        assert all(not s.startswith(("http", "//")) for s in srcs), (p.name, srcs)
+        for s in srcs:
+            assert (p.parent / s.split("?")[0]).resolve().is_file(), (p.name, s)
+    assert with_math >= 1, "no page loads MathJax: the metric chapters should"
