@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 SITE   := book/_build/html
 
-.PHONY: book test install site-check export clean
+.PHONY: book test install site-check export lock clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,8 @@ test: install
 
 book: install
 	rm -rf book/_build
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
+	# progress bars are for people running a notebook; the static site does not need them
+	TQDM_DISABLE=1 PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
 	@echo "site: $(SITE)/index.html"
 
 # checks the built site (run after `make book`)
@@ -33,6 +34,12 @@ site-check: install
 
 export: install
 	$(BIN)/nbdev_export && $(BIN)/nbdev_clean
+
+# regenerate the exact pins from the current environment (after adding a dependency to it)
+lock: install
+	{ echo "# Exact pins for the course (pip freeze of a working environment; regenerate with 'make lock')."; \
+	  echo "# torch is pinned here so one resolver run installs it with everything else (an unpinned torch pulls a CUDA build)."; \
+	  $(BIN)/pip freeze --exclude-editable | grep -v '^irbook' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.txt
 
 clean:
 	rm -rf book/_build
