@@ -1,0 +1,202 @@
+"""irbook.jqara: the JQaRA leaderboard reproduced with both engines, and the helpers' behaviour on bad input."""
+import math, os, re, warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+SHARED = Path(os.environ.get("IRBOOK_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
+pytestmark = pytest.mark.skipif(not (SHARED / "jqara" / "qrels.trec").is_file(),
+                                reason="needs the offline JQaRA mirror (set IRBOOK_DATA)")
+warnings.filterwarnings("ignore", message=".*unsafe cast.*")
+
+ranx = pytest.importorskip("ranx")
+from scipy import stats as sps
+
+from irbook import jqara as J
+from irbook.data import JQARA_OFFLINE_RUNS, DataNotFound, load_jqara_expected, load_jqara_qrels
+from irbook.metrics import QueryMismatch
+
+MIDDLE = ["multilingual-e5-large", "bge-m3+dense", "ruri-small"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _offline_data(tmp_path_factory):
+    "Read the offline mirror, never download, and keep any cache in a temporary directory."
+    mp = pytest.MonkeyPatch()
+    mp.setenv("IRBOOK_DATA", str(SHARED))
+    mp.setenv("IRBOOK_OFFLINE", "1")
+    mp.setenv("IRBOOK_CACHE", str(tmp_path_factory.mktemp("cache")))
+    yield
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def qrels(_offline_data):
+    return load_jqara_qrels()
+
+
+@pytest.fixture(scope="module")
+def runs(_offline_data):
+    return J.load_runs(list(JQARA_OFFLINE_RUNS))
+
+
+def _toy():
+    q = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}, "q3": {"d": 1}}
+    r = {"q1": {"a": 0.9, "x": 0.8, "b": 0.1}, "q2": {"y": 0.5, "c": 0.4}, "q3": {"d": 0.3, "z": 0.2}}
+    return q, r
+
+
+# ---------------------------------------------------------------- the leaderboard itself
+def test_leaderboard_reproduces_published_values_with_both_engines(qrels, runs):
+    expected = load_jqara_expected()
+    ours = J.leaderboard(runs, qrels, expected=expected)
+    theirs = J.leaderboard(runs, qrels, engine="ranx")
+    assert set(ours.index) == set(JQARA_OFFLINE_RUNS) == set(theirs.index)
+    for name in JQARA_OFFLINE_RUNS:
+        for m in J.LEADERBOARD_METRICS:
+            pub = expected[name][m]
+            assert abs(ours.loc[name, m] - pub) < 5e-5, (name, m, ours.loc[name, m], pub)
+            assert abs(theirs.loc[name, m] - pub) < 5e-5, (name, m, theirs.loc[name, m], pub)
+            assert abs(ours.loc[name, m] - theirs.loc[name, m]) < 1e-9, (name, m)
+            assert ours.loc[name, f"{m} published"] == pub
+    assert (ours["max |diff|"] < 5e-5).all()
+    # sorted best first by the first metric, as documented
+    assert list(ours["ndcg@10"]) == sorted(ours["ndcg@10"], reverse=True)
+    assert ours.index[0] == "JaColBERTv2.5" and ours.index[-1] == "random"
+
+
+def test_leaderboard_single_metric_and_list_of_runs(qrels, runs):
+    named = [runs["bm25"], runs["random"]]          # ranx Runs carry their names
+    for engine in ("irbook", "ranx"):
+        t = J.leaderboard(named, qrels, "mrr@10", engine=engine)
+        assert list(t.columns) == ["mrr@10"] and list(t.index) == ["bm25", "random"]
+        assert t.loc["bm25", "mrr@10"] == pytest.approx(ranx.evaluate(qrels, runs["bm25"], "mrr@10"), abs=1e-12)
+
+
+def test_per_query_matches_ranx(qrels, runs):
+    pq = J.per_query({n: runs[n] for n in ["bm25", "ruri-small"]}, qrels, "ndcg@10")
+    assert list(pq.columns) == ["bm25", "ruri-small"] and len(pq) == len(qrels.keys())
+    for n in pq.columns:
+        ref = ranx.evaluate(qrels, runs[n], ["ndcg@10", "mrr@10"], return_mean=False)["ndcg@10"]
+        assert np.allclose(pq[n].to_numpy(), ref, atol=1e-12)
+
+
+# ---------------------------------------------------------------- significance
+def test_significance_matrix_equals_scipy_paired_t_test(qrels, runs):
+    sub = {n: runs[n] for n in MIDDLE}
+    p = J.significance_matrix(qrels, sub, "ndcg@10", stat_test="student")
+    assert list(p.index) == MIDDLE == list(p.columns)
+    assert np.isnan(np.diag(p.to_numpy())).all()
+    assert np.allclose(p.to_numpy(), p.to_numpy().T, equal_nan=True)
+    per_q = {n: ranx.evaluate(qrels, r, ["ndcg@10", "mrr@10"], return_mean=False)["ndcg@10"] for n, r in sub.items()}
+    for a in MIDDLE:
+        for b in MIDDLE:
+            if a != b:
+                assert p.loc[a, b] == pytest.approx(sps.ttest_rel(per_q[a], per_q[b]).pvalue, rel=1e-6, abs=1e-12)
+    # renaming for the report leaves the caller's runs alone
+    assert runs["bge-m3+dense"].name == "bge-m3+dense"
+
+
+def test_significance_matrix_fisher_is_a_valid_p_value(qrels, runs):
+    p = J.significance_matrix(qrels, {n: runs[n] for n in ["bge-m3+dense", "ruri-small", "random"]},
+                              stat_test="fisher", n_permutations=200)
+    # p in steps of 1/200; the close pair is far from significant, random is far from both
+    assert p.loc["bge-m3+dense", "ruri-small"] > 0.2
+    assert p.loc["random", "ruri-small"] == 0.0
+    x = p.fillna(0).to_numpy() * 200
+    assert np.allclose(x, np.round(x))
+
+
+def test_significance_matrix_bad_input(qrels, runs):
+    with pytest.raises(ValueError, match="at least two runs"):
+        J.significance_matrix(qrels, {"bm25": runs["bm25"]})
+    q, r = _toy()
+    short = {k: v for k, v in r.items() if k != "q3"}
+    with pytest.raises(QueryMismatch, match=r"run 'short'.*'q3'"):
+        J.significance_matrix(q, {"full": r, "short": short})
+
+
+# ---------------------------------------------------------------- query ids that do not match the qrels
+@pytest.mark.parametrize("engine", ["irbook", "ranx"])
+def test_query_mismatch_is_reported_with_the_run_name(engine):
+    q, r = _toy()
+    short = {k: v for k, v in r.items() if k != "q2"}
+    qr, sr = ranx.Qrels(q), ranx.Run(short, name="short")
+    with pytest.raises(QueryMismatch, match="run 'short'") as e:
+        J.leaderboard({"short": sr}, qr, ["ndcg@10"], engine=engine)
+    assert isinstance(e.value, ValueError) and isinstance(e.value, AssertionError)   # what irbook and ranx raise
+    if engine == "irbook": assert "'q2'" in str(e.value)
+    # make_comparable behaves as in ranx: the missing query scores 0
+    t = J.leaderboard({"short": ranx.Run(short)}, ranx.Qrels(q), ["ndcg@10"], engine=engine, make_comparable=True)
+    ref = ranx.evaluate(ranx.Qrels(q), ranx.Run(short), "ndcg@10", make_comparable=True)
+    assert t.loc["short", "ndcg@10"] == pytest.approx(ref, abs=1e-12)
+    assert ref < ranx.evaluate(ranx.Qrels(q), ranx.Run(r), "ndcg@10")
+
+
+def test_half_qrels_against_full_runs_mismatch(qrels, runs):
+    tune, test = J.split_qrels(seed=0)
+    with pytest.raises(QueryMismatch, match="run 'bm25'"):
+        J.leaderboard({"bm25": runs["bm25"]}, tune, ["ndcg@10"])
+    with pytest.raises(QueryMismatch, match="run 'bm25'"):
+        J.per_query({"bm25": runs["bm25"]}, tune)
+
+
+def test_bad_scores_name_the_run():
+    q, r = _toy()
+    r["q2"]["c"] = math.nan
+    with pytest.raises(ValueError, match=r"run 'nanny'.*q2"):
+        J.leaderboard({"nanny": r}, q, ["ndcg@10"])
+
+
+def test_leaderboard_argument_checks(runs, qrels):
+    with pytest.raises(ValueError, match="engine"):
+        J.leaderboard({"bm25": runs["bm25"]}, qrels, engine="trec_eval")
+    a, b = ranx.Run({"q1": {"a": 1.0}}, name="same"), ranx.Run({"q1": {"b": 1.0}}, name="same")
+    with pytest.raises(ValueError, match="two runs are named 'same'"):
+        J.leaderboard([a, b], {"q1": {"a": 1}})
+
+
+# ---------------------------------------------------------------- run names, local runs, loading
+def test_local_runs_are_the_offline_mirror():
+    assert set(J.local_runs()) == set(JQARA_OFFLINE_RUNS)
+
+
+def test_unknown_run_names_fail_before_loading(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(J, "load_jqara_run", lambda name: loaded.append(name))
+    with pytest.raises(ValueError, match=r"unknown JQaRA runs 'nope', 'bm26'.*published runs:.*bm25"):
+        J.load_runs(["bm25", "nope", "bm26"])
+    with pytest.raises(ValueError, match="unknown JQaRA run 'BM25'"):
+        J.load_runs("BM25")
+    assert loaded == []
+    with pytest.raises(ValueError, match="missing must be"):
+        J.load_runs(["bm25"], missing="ignore")
+
+
+def test_runs_that_cannot_be_fetched_raise_or_are_skipped(monkeypatch):
+    online_only = next(n for n in J.JQARA_RUNS if n not in JQARA_OFFLINE_RUNS)
+    # offline (IRBOOK_OFFLINE=1), a published run that is not mirrored cannot be fetched
+    with pytest.raises(DataNotFound, match=re.escape(online_only)):
+        J.load_runs([online_only])
+    with pytest.warns(UserWarning, match=f"skipped 1 JQaRA runs.*{re.escape(online_only)}"):
+        got = J.load_runs(["random", online_only], missing="skip")
+    assert list(got) == ["random"] and got["random"].name == "random"
+
+
+def test_split_qrels_and_restricted_runs(qrels, runs):
+    tune, test = J.split_qrels(seed=0)
+    t, s, full = set(tune.keys()), set(test.keys()), set(qrels.keys())
+    assert t.isdisjoint(s) and t | s == full and abs(len(t) - len(s)) <= 1
+    assert set(J.split_qrels(seed=0)[0].keys()) == t and set(J.split_qrels(seed=1)[0].keys()) != t
+    assert len(J.split_qrels(frac=0.25)[0].keys()) == round(0.25 * len(full))
+    for bad in (0, 1, 1.5):
+        with pytest.raises(ValueError, match="frac"):
+            J.split_qrels(frac=bad)
+    half = J.load_runs(["bm25"], restrict_to=tune)["bm25"]
+    assert set(half.keys()) == t
+    pq = J.per_query({"bm25": runs["bm25"]}, qrels)["bm25"]
+    assert J.leaderboard({"bm25": half}, tune, ["ndcg@10"]).iloc[0, 0] == pytest.approx(pq.loc[sorted(t)].mean(), abs=1e-12)
+    assert ranx.evaluate(tune, half, "ndcg@10") == pytest.approx(pq.loc[sorted(t)].mean(), abs=1e-12)
+    assert set(runs["bm25"].keys()) == full        # the shared run was not restricted in place
