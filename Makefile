@@ -5,6 +5,7 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SITE   := book/_build/html
+PYLATE := pylate==1.6.0
 
 .PHONY: book test install site-check export lock clean
 
@@ -12,8 +13,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # torch==2.13.0 is pinned inside requirements.txt, so one resolver run installs it with everything else.
-$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
+$(VENV)/.installed: requirements.txt pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/pip install -r requirements.txt
+	# PyLate without its dependencies: they are pinned in requirements.txt, except fast-plaid, which pins an older torch
+	$(BIN)/pip install --no-deps $(PYLATE)
 	$(BIN)/pip install --no-deps -e .
 	touch $@
 
@@ -39,7 +42,8 @@ export: install
 lock: install
 	{ echo "# Exact pins for the course (pip freeze of a working environment; regenerate with 'make lock')."; \
 	  echo "# torch is pinned here so one resolver run installs it with everything else (an unpinned torch pulls a CUDA build)."; \
-	  $(BIN)/pip freeze --exclude-editable | grep -v '^irbook' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.txt
+	  echo "# pylate is not listed: it is installed after this file with --no-deps (its fast-plaid dependency pins an older torch); see Makefile."; \
+	  $(BIN)/pip freeze --exclude-editable | grep -v '^irbook\|^pylate==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.txt
 
 clean:
 	rm -rf book/_build

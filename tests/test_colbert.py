@@ -1,0 +1,147 @@
+"""Tests for irbook.search.colbert (offline ColBERT with PyLate): cache integrity, training data, retriever shape."""
+import hashlib, json, warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pylate")
+import torch
+from pylate.scores import colbert_scores
+
+from irbook.fastbook import load_questions, normalize
+from irbook.search.colbert import (MARKER, ColBERTRetriever, ColBERTSettings, is_complete, maxsim, new_colbert,
+                                   offline_colbert, pseudo_queries, training_log)
+
+TINY = ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return new_colbert(seed=0)
+
+
+DOCS = {"a": "The learning rate finder plots loss against learning rate.",
+        "b": "Cats and dogs can be told apart from pictures.",
+        "c": "Stochastic gradient descent updates the weights with the gradient.",
+        "d": "A DataLoader gives mini-batches of items to the model."}
+
+
+@pytest.fixture(scope="module")
+def retriever(model):
+    return ColBERTRetriever(model, progress=False, candidates=2).index(DOCS)
+
+
+# ---- training data -------------------------------------------------------------------------------
+def test_pseudo_queries_seeded_and_not_from_benchmark():
+    p1, p2 = pseudo_queries(seed=0), pseudo_queries(seed=0)
+    assert p1 == p2 and len(p1) > 100
+    assert pseudo_queries(seed=1) != p1
+    questions = {normalize(q.text).strip().lower() for q in load_questions()}
+    assert not any(normalize(q).strip().lower() in questions for q, _ in p1)
+    # inverse cloze: the query sentence is not left inside its positive
+    assert sum(q in d for q, d in p1) < 0.05 * len(p1)
+
+
+# ---- cache integrity -----------------------------------------------------------------------------
+def _write_marker(folder: Path, settings, files=None):
+    files = files if files is not None else {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir() if p.name != MARKER}
+    (folder / MARKER).write_text(json.dumps({"settings": settings.digest(), "files": files}))
+
+
+def test_is_complete_detects_fake_and_half_written(tmp_path):
+    f = tmp_path / "m"; f.mkdir()
+    (f / "model.safetensors").write_bytes(b"weights")
+    assert not is_complete(f, TINY)                      # no marker
+    (f / MARKER).write_text("{not json")
+    assert not is_complete(f, TINY)                      # corrupt marker
+    _write_marker(f, ColBERTSettings())
+    assert not is_complete(f, TINY)                      # other settings
+    _write_marker(f, TINY)
+    assert is_complete(f, TINY)                          # valid
+    (f / "model.safetensors").write_bytes(b"weigh")      # truncated afterwards
+    assert not is_complete(f, TINY)
+    assert not is_complete(tmp_path / "missing", TINY)
+
+
+def test_settings_key_changes_with_settings():
+    assert TINY.key() != ColBERTSettings().key()
+    assert TINY.digest() == ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3).digest()
+
+
+def test_offline_colbert_rebuilds_corrupt_folder_then_reuses(tmp_path):
+    f = tmp_path / "model"; f.mkdir()
+    (f / "model.safetensors").write_bytes(b"half")       # a crash mid-save: no marker
+    with pytest.warns(UserWarning, match="rebuilding"):
+        out = offline_colbert(TINY, root=f, progress=False)
+    assert out == f and is_complete(f, TINY)
+    assert len(training_log(f)["losses"]) == TINY.steps
+    stamp = (f / MARKER).stat().st_mtime_ns
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert offline_colbert(TINY, root=f, progress=False) == f   # reused, not retrained
+    assert (f / MARKER).stat().st_mtime_ns == stamp
+    assert not list(tmp_path.glob(".model.*"))           # no temp folder left behind
+    # the saved model reloads with the trained projection
+    from irbook.search.colbert import load_colbert
+    m = load_colbert(str(f))
+    assert m[1].linear.weight.shape == (TINY.dim, 384)
+
+
+# ---- untrained models are random -----------------------------------------------------------------
+def test_untrained_projection_random_unless_seeded(model):
+    w = model[1].linear.weight
+    assert not torch.equal(new_colbert()[1].linear.weight, new_colbert()[1].linear.weight)
+    assert torch.equal(new_colbert(seed=0)[1].linear.weight, w)
+
+
+# ---- retriever -----------------------------------------------------------------------------------
+def test_maxsim_equals_pylate(model):
+    q = model.encode(["how to choose a learning rate"], is_query=True)[0]
+    ds = model.encode(list(DOCS.values()), is_query=False)
+    ours = [maxsim(q, d) for d in ds]
+    ref = [float(colbert_scores(torch.tensor(q)[None], torch.tensor(d)[None])[0, 0]) for d in ds]
+    np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_search_shape_filter_and_exact_scores(retriever, model):
+    qs = {"q1": "learning rate finder", "q2": "pictures of pets", "q3": "   "}
+    flt = {"q1": {"b", "c", "d"}, "q2": {"a", "b"}, "q3": {"a"}}
+    run = retriever.search(qs, k=2, filter=flt)
+    assert set(run) == set(qs) and run["q3"] == {}
+    assert set(run["q1"]) <= flt["q1"] and set(run["q2"]) <= flt["q2"] and len(run["q1"]) == 2
+    # scores are exact MaxSim, computed independently
+    qe = model.encode([qs["q1"]], is_query=True)[0]
+    de = dict(zip(DOCS, model.encode(list(DOCS.values()), is_query=False)))
+    ref = {d: float((qe @ de[d].T).max(1).sum()) for d in flt["q1"]}
+    best = sorted(ref, key=lambda d: -ref[d])[:2]
+    assert list(run["q1"]) == best
+    for d in best: assert run["q1"][d] == pytest.approx(ref[d], rel=1e-5)
+    # without a filter: every doc is reachable, k larger than the corpus is fine
+    full = retriever.search({"q1": qs["q1"]}, k=10)["q1"]
+    assert len(full) == len(DOCS)
+
+
+def test_search_errors_and_long_query(retriever):
+    with pytest.raises(ValueError, match="q9"):
+        retriever.search({"q9": "x"}, k=2, filter={"q1": {"a"}})
+    with pytest.raises(ValueError, match="zz"):
+        retriever.search({"q1": "x"}, k=2, filter={"q1": {"zz"}})
+    with pytest.raises(ValueError):
+        retriever.search({"q1": "x"}, k=0)
+    with pytest.warns(UserWarning, match="truncated"):
+        run = retriever.search({"long": "learning rate " * 200}, k=2)
+    assert len(run["long"]) == 2
+
+
+def test_empty_index(model):
+    r = ColBERTRetriever(model, progress=False).index({})
+    assert r.search({"q": "anything"}, k=3) == {"q": {}}
+
+
+def test_length_options_validated(model):
+    for bad in (10_000, 0, "512", True):
+        with pytest.raises(ValueError, match="document_length"):
+            ColBERTRetriever(model, progress=False, document_length=bad)
+    assert model.document_length == 180                 # a rejected option leaves the model alone
