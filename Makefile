@@ -27,8 +27,9 @@ test: install
 
 book: install
 	rm -rf book/_build
-	# progress bars are for people running a notebook; the static site does not need them
-	TQDM_DISABLE=1 PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
+	# progress bars are for people running a notebook; the static site does not need them.
+	# Figures need the inline backend: an inherited MPLBACKEND (e.g. Agg, as CI sets for the tests) would drop every plot.
+	TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
 	@echo "site: $(SITE)/index.html"
 
 # checks the built site (run after `make book`)

@@ -1,6 +1,8 @@
 """irbook.metrics vs ranx on the 8 offline JQaRA runs, each measured in a FRESH Python process.
 
-    IRBOOK_DATA=/work/shared/data nice python bench/metrics.py [--repeat N] [--json out.json]
+    IRBOOK_DATA=/path/to/data python bench/metrics.py [--repeat N] [--json bench/results/metrics.json]
+
+The committed bench/results/metrics.json is what chapter 2 (nbs/02_set_metrics) displays.
 
 Two workloads: (A) ndcg@10 + mrr@10, the JQaRA leaderboard metrics; (B) all 14 ranx metrics.
 Each process imports its library, reads the qrels and the 8 runs from disk with its own natural reader
@@ -122,7 +124,12 @@ def main():
         r["summary"] = {k: {kk: vv for kk, vv in x.items() if kk != "scores"} for k, x in best.items()}
         r["summary"]["ratios"] = {"ranx cold / irbook cold": rc / ic, "ranx warm / irbook warm": rw / iw}
     if args.json:
-        Path(args.json).write_text(json.dumps({w: r["summary"] for w, r in results.items()}, indent=1))
+        from importlib.metadata import version
+        meta = {"date": time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), "machine": platform.machine(), "cpus": os.cpu_count(),
+                "load average": round(os.getloadavg()[0], 1), "python": platform.python_version(), "ranx": version("ranx"),
+                "repeat": args.repeat, "workload": "8 JQaRA runs x 1,667 queries x 100 candidates, fresh process each"}
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps({"meta": meta, "workloads": {w: r["summary"] for w, r in results.items()}}, indent=1))
 
 
 if __name__ == "__main__":

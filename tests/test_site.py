@@ -33,6 +33,15 @@ def test_chapter_has_executed_outputs_and_api_reference():
     assert "Path to the verified local copy" in page  # show_doc output of fetch (API reference)
 
 
+def test_figures_are_in_the_pages():
+    # every metric chapter draws; a kernel with a non-inline matplotlib backend would silently drop the figures
+    for rel in ["nbs/02_set_metrics.html", "nbs/03_rank_metrics.html", "nbs/04_graded_metrics.html", "nbs/05_choosing_metrics.html"]:
+        imgs = re.findall(r'<img[^>]+src="([^"]+\.png)"', _html(rel))
+        assert len(imgs) >= 3, f"{rel}: {len(imgs)} figures"
+        for src in imgs:
+            assert (Path(SITE) / rel).parent.joinpath(src).resolve().is_file(), (rel, src)
+
+
 def test_no_remote_scripts_or_styles():
     bad = []
     for p in _pages():
