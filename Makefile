@@ -23,7 +23,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml Makefile | $(BIN)/python
 install: $(VENV)/.installed
 
 test: install
-	$(BIN)/python -m pytest tests
+	# two workers: one per core (pytest-xdist); the notebooks dominate the run
+	$(BIN)/python -m pytest -n 2 tests
 
 book: install
 	rm -rf book/_build
