@@ -16,7 +16,7 @@ from .stats import bootstrap_table
 
 # %% auto #0
 __all__ = ['METHODS', 'METRICS', 'char_bigrams', 'tokenize', 'compare_tokenizers', 'JSQuAD', 'jsquad_task', 'JapaneseBM25',
-           'evaluate_runs', 'summarize', 'e5_encoders', 'E5Retriever', 'rrf', 'plot_summary']
+           'evaluate_runs', 'summarize', 'e5_encoders', 'E5Retriever', 'plot_summary']
 
 # %% ../nbs/21_japanese_search.ipynb #682dd948
 METHODS = ("sudachi-a", "sudachi-c", "fugashi", "bigram")
@@ -234,16 +234,7 @@ class E5Retriever:
         return run
 
 # %% ../nbs/21_japanese_search.ipynb #53dedd63
-def rrf(runs: list, k: int = 10, rrf_k: int = 60) -> dict:
-    "Reciprocal-rank fusion of ranx-style run dicts: sum of 1 / (rrf_k + rank) over the runs, top `k` per query."
-    out = {}
-    for q in dict.fromkeys(q for r in runs for q in r):
-        fused: dict = {}
-        for r in runs:
-            ranked = sorted((r.get(q) or {}).items(), key=lambda x: -x[1])   # stable: ties keep the run's order
-            for rank, (d, _) in enumerate(ranked, 1): fused[d] = fused.get(d, 0.0) + 1.0 / (rrf_k + rank)
-        out[q] = dict(sorted(fused.items(), key=lambda x: -x[1])[:k])
-    return out
+from .search.fusion import rrf
 
 # %% ../nbs/21_japanese_search.ipynb #7dd94adf
 def plot_summary(summary: pd.DataFrame, metrics=("ndcg@10", "mrr@10"), title: str | None = None):

@@ -15,7 +15,7 @@ from .synthetic import (LLMClient, LLMError, LLMReplyError, QAPair, Summary, _fl
 
 # %% auto #0
 __all__ = ['JUDGE_LABELS', 'JUDGE_SCHEMA', 'JUDGE_PROMPT', 'map_citation', 'map_pairs', 'embed', 'near_duplicates',
-           'drop_near_duplicates', 'rrf', 'hybrid_search', 'LLMJudge', 'ContainmentJudge', 'multi_positive_filter',
+           'drop_near_duplicates', 'hybrid_search', 'LLMJudge', 'ContainmentJudge', 'multi_positive_filter',
            'positive_counts', 'multi_positive_table']
 
 # %% ../nbs/31_label_noise.ipynb #4a804da7
@@ -95,14 +95,7 @@ def drop_near_duplicates(pairs: list, emb: np.ndarray, threshold: float = 0.97, 
     return [p for p in pairs if p.qid not in gone], summary
 
 # %% ../nbs/31_label_noise.ipynb #754b74c5
-def rrf(runs: list, k: int = 60, top: int | None = None) -> dict:
-    "Reciprocal rank fusion of runs {qid: {doc: score}}: score = sum of 1/(k + rank); ranks by score desc, ties by doc id."
-    out = {}
-    for run in runs:
-        for q, scores in run.items():
-            acc = out.setdefault(q, {})
-            for r, d in enumerate(ranked_ids(scores), 1): acc[d] = acc.get(d, 0.0) + 1.0 / (k + r)
-    return {q: dict(sorted(s.items(), key=lambda x: (-x[1], x[0]))[:top]) for q, s in out.items()}
+from .search.fusion import rrf  # the book's one RRF (ranx.fuse), see the fusion chapter
 
 def hybrid_search(queries: dict, chunks: dict, k: int = 5, depth: int = 50, filter: dict | None = None) -> dict:
     "Top-`k` chunks per query by RRF of BM25 (bm25s) and dense MiniLM runs of depth `depth` (irbook.search retrievers)."
@@ -110,7 +103,7 @@ def hybrid_search(queries: dict, chunks: dict, k: int = 5, depth: int = 50, filt
     from irbook.search.dense import DenseRetriever
     docs = {cid: getattr(c, "text", c) for cid, c in chunks.items()}
     runs = [r.index(docs).search(queries, k=depth, filter=filter) for r in (BM25sRetriever(), DenseRetriever())]
-    fused = rrf(runs, top=k)
+    fused = rrf(runs, k=k)
     return {q: fused.get(q, {}) for q in queries}
 
 # %% ../nbs/31_label_noise.ipynb #b1645c53

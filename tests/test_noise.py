@@ -63,11 +63,11 @@ def test_near_duplicates_against_brute_force():
 def test_rrf_by_hand():
     r1 = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
     r2 = {"q": {"c": 0.9, "a": 0.5}, "q2": {"x": 1.0}}
-    f = rrf([r1, r2], k=60)
+    f = rrf([r1, r2], rrf_k=60)
     assert f["q"] == pytest.approx({"a": 1 / 61 + 1 / 62, "c": 1 / 63 + 1 / 61, "b": 1 / 62})
     assert list(f["q"]) == ["a", "c", "b"] and f["q2"] == {"x": 1 / 61}
     assert list(rrf([{"q": {"b": 1.0, "a": 1.0}}])["q"]) == ["a", "b"]  # ties by doc id, as irbook.fastbook ranks
-    assert list(rrf([r1, r2], top=1)["q"]) == ["a"]
+    assert list(rrf([r1, r2], k=1)["q"]) == ["a"]
 
 
 def test_containment_judge():
