@@ -5,7 +5,9 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 SITE   := book/_build/html
-PYLATE := pylate==1.6.0
+# installed with --no-deps after requirements.txt: their declared dependencies would replace torch (fast-plaid) or pull
+# in llama-index, faiss, onnx, nltk and more that the course never imports; what they do import is in requirements.txt
+NODEPS := pylate==1.6.0 ragatouille==0.0.9.post2 colbert-ai==0.2.22 llama-index-core==0.14.25 banks==2.5.1
 
 .PHONY: book test install site-check export lock clean
 
@@ -15,8 +17,7 @@ $(BIN)/python:
 # torch==2.13.0 is pinned inside requirements.txt, so one resolver run installs it with everything else.
 $(VENV)/.installed: requirements.txt pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/pip install -r requirements.txt
-	# PyLate without its dependencies: they are pinned in requirements.txt, except fast-plaid, which pins an older torch
-	$(BIN)/pip install --no-deps $(PYLATE)
+	$(BIN)/pip install --no-deps $(NODEPS)
 	$(BIN)/pip install --no-deps -e .
 	touch $@
 
@@ -24,7 +25,7 @@ install: $(VENV)/.installed
 
 test: install
 	# two workers: one per core (pytest-xdist); the notebooks dominate the run
-	$(BIN)/python -m pytest -n 2 tests
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 tests
 
 book: install
 	rm -rf book/_build
@@ -44,8 +45,8 @@ export: install
 lock: install
 	{ echo "# Exact pins for the course (pip freeze of a working environment; regenerate with 'make lock')."; \
 	  echo "# torch is pinned here so one resolver run installs it with everything else (an unpinned torch pulls a CUDA build)."; \
-	  echo "# pylate is not listed: it is installed after this file with --no-deps (its fast-plaid dependency pins an older torch); see Makefile."; \
-	  $(BIN)/pip freeze --exclude-editable | grep -v '^irbook\|^pylate==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.txt
+	  echo "# pylate, ragatouille, colbert-ai, llama-index-core and banks are not listed: the Makefile installs them after this file with --no-deps."; \
+	  $(BIN)/pip freeze --exclude-editable | grep -v -i '^irbook\|^pylate==\|^ragatouille==\|^colbert-ai==\|^llama-index-core==\|^banks==' | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > requirements.txt
 
 clean:
 	rm -rf book/_build

@@ -145,3 +145,131 @@ def test_length_options_validated(model):
         with pytest.raises(ValueError, match="document_length"):
             ColBERTRetriever(model, progress=False, document_length=bad)
     assert model.document_length == 180                 # a rejected option leaves the model alone
+
+
+# ---- colbert-ai conversion (RAGatouille's format) ------------------------------------------------
+from irbook.search.colbert import (RAGatouilleRetriever, agree_up_to_ties, check_colbert_ai, colbert_ai_complete,
+                                   colbert_ai_metadata, to_colbert_ai)
+
+
+def test_module_imports_without_ragatouille_or_colbert_ai():
+    import subprocess, sys
+    code = ("import sys; sys.modules['ragatouille'] = sys.modules['colbert'] = None; "
+            "import irbook.search.colbert as m; assert m.RAGatouilleRetriever and m.to_colbert_ai")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_agree_up_to_ties():
+    a = {"d1": 3.0, "d2": 2.5, "d3": 2.0}
+    assert agree_up_to_ties(a, dict(a))
+    assert agree_up_to_ties(a, {"d2": 2.5, "d1": 3.0, "d3": 2.0 + 1e-6})   # order of the dict does not matter, scores do
+    assert agree_up_to_ties(a, {"d1": 3.0, "d2": 2.5, "d4": 2.0})           # tie at the cut-off
+    assert not agree_up_to_ties(a, {"d1": 3.0, "d3": 2.5, "d2": 2.0})       # swapped, not tied
+    assert not agree_up_to_ties(a, {"d1": 3.0, "d2": 2.5, "d4": 1.9})       # another doc, lower score
+    assert not agree_up_to_ties(a, {"d1": 3.0, "d2": 2.5})                  # shorter
+
+
+@pytest.fixture(scope="module")
+def pylate_dir(model, tmp_path_factory):
+    d = tmp_path_factory.mktemp("pylate") / "model"
+    model.save(str(d))                                   # seeded random projection: conversion does not need training
+    return d
+
+
+@pytest.fixture(scope="module")
+def converted(pylate_dir, tmp_path_factory):
+    pytest.importorskip("colbert")
+    return to_colbert_ai(pylate_dir, tmp_path_factory.mktemp("colbert-ai") / "ckpt")
+
+
+def test_conversion_layout_and_round_trip(pylate_dir, converted):
+    from safetensors.torch import load_file
+    assert colbert_ai_complete(converted, pylate_dir)
+    w = load_file(converted / "model.safetensors")
+    assert "linear.weight" in w and all(k.startswith("bert.") for k in w if k != "linear.weight")
+    src = load_file(pylate_dir / "model.safetensors")
+    assert torch.equal(w["bert.embeddings.word_embeddings.weight"], src["embeddings.word_embeddings.weight"])
+    meta = json.loads((converted / "artifact.metadata").read_text())
+    assert meta == colbert_ai_metadata(pylate_dir) and meta["query_maxlen"] == 32 and meta["doc_maxlen"] == 180
+    assert check_colbert_ai(pylate_dir, converted) <= 1e-4
+
+
+def test_check_catches_a_wrong_conversion(pylate_dir, converted, tmp_path):
+    import shutil
+    from safetensors.torch import load_file, save_file
+    bad = tmp_path / "bad"; shutil.copytree(converted, bad)
+    cfg = json.loads((bad / "special_tokens_map.json").read_text()); cfg["pad_token"] = "[MASK]"   # PyLate's pad token kept
+    (bad / "special_tokens_map.json").write_text(json.dumps(cfg))
+    cfg = json.loads((bad / "tokenizer_config.json").read_text()); cfg["pad_token"] = "[MASK]"
+    (bad / "tokenizer_config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="differs"):
+        check_colbert_ai(pylate_dir, bad)
+    worse = tmp_path / "worse"; shutil.copytree(converted, worse)
+    w = load_file(worse / "model.safetensors"); w["linear.weight"] = w["linear.weight"] * 1.01 + 0.01
+    save_file(w, worse / "model.safetensors")
+    with pytest.raises(ValueError, match="differs"):
+        check_colbert_ai(pylate_dir, worse)
+
+
+def test_half_written_conversion_is_rebuilt_then_reused(pylate_dir, tmp_path):
+    pytest.importorskip("colbert")
+    out = tmp_path / "ckpt"; out.mkdir()
+    (out / "model.safetensors").write_bytes(b"half")    # crash mid-conversion: no marker
+    assert not colbert_ai_complete(out, pylate_dir)
+    with pytest.warns(UserWarning, match="rebuilding"):
+        assert to_colbert_ai(pylate_dir, out) == out
+    assert colbert_ai_complete(out, pylate_dir)
+    stamp = (out / MARKER).stat().st_mtime_ns
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert to_colbert_ai(pylate_dir, out) == out     # reused
+    assert (out / MARKER).stat().st_mtime_ns == stamp
+    assert not list(tmp_path.glob(".ckpt.*"))            # no temp folder left
+    with open(out / "model.safetensors", "r+b") as f: f.truncate(1000)   # damaged afterwards
+    assert not colbert_ai_complete(out, pylate_dir)
+    with pytest.warns(UserWarning, match="rebuilding"):
+        to_colbert_ai(pylate_dir, out)
+    assert colbert_ai_complete(out, pylate_dir)
+
+
+def test_conversion_refuses_what_colbert_ai_cannot_express(pylate_dir, tmp_path):
+    import shutil
+    other = tmp_path / "other"; shutil.copytree(pylate_dir, other)
+    st = json.loads((other / "config_sentence_transformers.json").read_text())
+    st["skiplist_words"] = ["!"]
+    (other / "config_sentence_transformers.json").write_text(json.dumps(st))
+    with pytest.raises(ValueError, match="skiplist"):
+        to_colbert_ai(other, tmp_path / "out", check=False)
+    assert not (tmp_path / "out").exists()
+
+
+# ---- RAGatouille gives PyLate's top results ------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_corpus():
+    from irbook.chunking import chunk_book
+    ch = {c: x.text for c, x in chunk_book("group", n=3).items() if x.chapter == 8}
+    docs = dict(list(ch.items())[:40])
+    qs = {q.qid: q.text for q in load_questions() if q.chapter == 8}
+    return docs, dict(list(qs.items())[:6])
+
+
+def test_ragatouille_same_top_results_as_pylate(model, converted, small_corpus, tmp_path):
+    pytest.importorskip("ragatouille")
+    docs, qs = small_corpus
+    ids = list(docs)
+    flt = {q: set(ids[::2]) if j % 2 else set(ids) for j, q in enumerate(qs)}   # half the queries see every other doc
+    ref = ColBERTRetriever(model, progress=False).index(docs).search(qs, k=10, filter=flt)
+    rag = RAGatouilleRetriever(converted, index_root=tmp_path / "idx").index(docs)
+    run = rag.search(qs, k=10, filter=flt)
+    assert set(run) == set(qs)
+    for q in qs:
+        assert set(run[q]) <= flt[q] and len(run[q]) == 10
+        assert agree_up_to_ties(ref[q], run[q]), (q, ref[q], run[q])
+    rag.exact = False                                    # RAGatouille's own compressed scores: same filter, close scores
+    plaid = rag.search(qs, k=10, filter=flt)
+    for q in qs:
+        assert set(plaid[q]) <= flt[q] and len(plaid[q]) == 10
+        assert max(abs(ref[q][d] - s) for d, s in plaid[q].items() if d in ref[q]) < 0.5
+    assert rag.search({"blank": "  "}, k=3) == {"blank": {}}
+    with pytest.raises(ValueError, match="zz"):
+        rag.search({"q": "x"}, k=2, filter={"q": {"zz"}})
