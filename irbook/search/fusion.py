@@ -110,11 +110,18 @@ def _digest(*parts) -> str:
         return x
     return hashlib.sha256(json.dumps(norm(parts), sort_keys=True, default=str).encode()).hexdigest()
 
+def _code_fingerprint() -> str:
+    "SHA-256 of the retrievers' and chunker's source files, so a cached run is recomputed when their code changes."
+    import irbook
+    root = Path(irbook.__file__).parent
+    files = [root / "chunking.py", *sorted((root / "search").glob("*.py"))]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+
 def cached_run(name: str, make, *key, root=None) -> dict:
-    "The run `make()` returns, stored on disk (JSON, written atomically) under a hash of `name` and `key` and reused."
+    "The run `make()` returns, stored on disk (JSON, written atomically) under a hash of `name`, `key` and the retrievers' code, and reused."
     folder = Path(root) if root else cache_dir() / "runs"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{_digest(name, *key)[:24]}.json"
+    path = folder / f"{_digest(name, _code_fingerprint(), *key)[:24]}.json"
     if path.exists():
         try: return json.loads(path.read_text())["run"]
         except (OSError, ValueError, KeyError): pass          # a damaged file is recomputed
