@@ -18,10 +18,11 @@ import platformdirs
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'FASTBOOK_CHAPTERS', 'JQARA_OFFLINE_RUNS', 'JQARA_RUNS', 'SOURCES', 'Source',
-           'DataError', 'ChecksumError', 'DataNotFound', 'MalformedData', 'data_dir', 'cache_dir', 'sha256_file',
-           'download', 'fetch', 'load_notebook', 'load_fastbook_chapter', 'load_benchmark', 'load_fts_keywords',
-           'load_jqara_qrels', 'load_jqara_run', 'load_jqara_expected', 'load_jsquad']
+__all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'FASTBOOK_CHAPTERS', 'JQARA_OFFLINE_RUNS', 'JQARA_RUNS', 'SOURCES', 'MARKER',
+           'Source', 'DataError', 'ChecksumError', 'DataNotFound', 'MalformedData', 'data_dir', 'cache_dir',
+           'sha256_file', 'download', 'fetch', 'load_notebook', 'load_fastbook_chapter', 'load_benchmark',
+           'load_fts_keywords', 'load_jqara_qrels', 'load_jqara_run', 'load_jqara_expected', 'load_jsquad',
+           'folder_hashes', 'folder_is_complete', 'build_folder']
 
 # %% ../nbs/00_data.ipynb #0afad3f1
 ENV_DATA = "IRBOOK_DATA"        # directory holding an offline copy (checked first, never written to)
@@ -283,3 +284,41 @@ def load_jsquad() -> dict:
     if not isinstance(d, dict) or not isinstance(d.get("data"), list):
         _reject(path, f"{name} ({path}) has no 'data' list")
     return d
+
+# %% ../nbs/00_data.ipynb #e513893e
+import shutil, warnings
+
+MARKER = "irbook-complete.json"   # written last into a built folder: its presence, with matching hashes, means "complete"
+
+def folder_hashes(folder) -> dict:
+    "SHA-256 of every file below `folder` (relative path -> hex digest), the marker left out."
+    folder = Path(folder)
+    return {str(p.relative_to(folder)): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MARKER}
+
+def folder_is_complete(folder, key: str) -> bool:
+    "True if `folder` was finished by `build_folder` for `key`: marker present, same key, every file's SHA-256 as recorded."
+    folder = Path(folder)
+    try: m = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError): return False
+    if not isinstance(m, dict) or m.get("settings") != key or not m.get("files"): return False
+    return folder_hashes(folder) == m["files"]
+
+def build_folder(folder, key: str, build, rebuild: bool = False) -> Path:
+    "`folder` complete for `key`: reused if `folder_is_complete`, else `build(tmp)` fills a temp folder, the marker is written last and the folder renamed into place."
+    if not isinstance(key, str) or not key: raise ValueError(f"key must be a non-empty string (e.g. a settings hash), got {key!r}")
+    folder = Path(folder)
+    if not rebuild and folder_is_complete(folder, key): return folder
+    if folder.exists():
+        if not rebuild: warnings.warn(f"{folder} is incomplete or was built with other settings: rebuilding it")
+        shutil.rmtree(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)); tmp.chmod(0o755)
+    try:
+        build(tmp)
+        (tmp / MARKER).write_text(json.dumps({"settings": key, "files": folder_hashes(tmp)}))   # last
+        try: os.replace(tmp, folder)
+        except OSError:                                  # another process finished first: keep theirs if it is complete
+            if not folder_is_complete(folder, key): raise
+    finally:
+        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
+    return folder

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data import cache_dir, FASTBOOK_CHAPTERS
+from .data import cache_dir, build_folder, folder_is_complete, FASTBOOK_CHAPTERS
 from .fastbook import matching_chunks, normalize, score_run, contexts_to_qrels
 from .synthetic import Summary
 from .search.dense import MINILM, resolve_model
 
 # %% auto #0
 __all__ = ['EVAL_SEQ', 'split_questions', 'question_pairs', 'pseudo_pairs', 'filter_pairs', 'FinetuneSettings', 'training_set',
-           'train', 'build_folder', 'finetuned_model', 'training_log', 'evaluate_model', 'paired_differences']
+           'train', 'finetuned_model', 'training_log', 'evaluate_model', 'paired_differences']
 
 # %% ../nbs/33_finetuning.ipynb #d5a9e3ed
 def split_questions(questions: list, held_out) -> tuple[list, list]:
@@ -184,27 +184,6 @@ def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) 
     return {"seconds": secs, "cpu_seconds": cpu, "steps": trainer.state.global_step, "losses": losses, "pairs": len(pairs),
             "torch_threads": torch.get_num_threads()}
 
-# %% ../nbs/33_finetuning.ipynb #c4e02681
-def build_folder(folder, settings, build, rebuild: bool = False) -> Path:
-    "A complete cached folder for `settings` (anything with `.digest()`): reused if its marker and SHA-256s check out, else `build(tmp)` runs in a temp folder, the marker is written last and the folder renamed into place."
-    from irbook.search.colbert import MARKER, _file_hashes, is_complete
-    folder = Path(folder)
-    if not rebuild and is_complete(folder, settings): return folder
-    if folder.exists():
-        if not rebuild: warnings.warn(f"{folder} is incomplete or was built with other settings: rebuilding it")
-        shutil.rmtree(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)); tmp.chmod(0o755)
-    try:
-        build(tmp)
-        (tmp / MARKER).write_text(json.dumps({"settings": settings.digest(), "files": _file_hashes(tmp)}))  # last: "complete"
-        try: os.replace(tmp, folder)
-        except OSError:                                             # another process finished first: keep theirs if valid
-            if not is_complete(folder, settings): raise
-    finally:
-        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
-    return folder
-
 # %% ../nbs/33_finetuning.ipynb #baabdeb9
 def finetuned_model(s: FinetuneSettings | None = None, root=None, rebuild: bool = False, progress: bool = True,
                     questions: list | None = None, chunks: dict | None = None) -> Path:
@@ -218,7 +197,7 @@ def finetuned_model(s: FinetuneSettings | None = None, root=None, rebuild: bool 
         counts = summary.frame().drop(columns="example").to_dict("records")
         (tmp / "irbook-train.json").write_text(json.dumps({"settings": {**asdict(s), "held_out": sorted(s.held_out)},
                                                            "summary": counts, "train_qids": sorted(set(pairs.qid)), **log}))
-    return build_folder(folder, s, build, rebuild)
+    return build_folder(folder, s.digest(), build, rebuild)
 
 def training_log(folder) -> dict:
     "The settings, counts, training question ids, losses and seconds saved beside a model built by `finetuned_model`."

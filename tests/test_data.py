@@ -1,10 +1,11 @@
 """The data layer against a real HTTP server on 127.0.0.1 serving copies of the offline mirror."""
-import hashlib, http.server, json, os, shutil, socket, threading
+import hashlib, http.server, json, os, shutil, socket, threading, warnings
 from pathlib import Path
 
 import pytest
 
 from irbook import data as D
+from irbook.data import MARKER, build_folder, folder_is_complete
 
 SHARED = Path(os.environ.get("IRBOOK_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
 pytestmark = pytest.mark.skipif(not (SHARED / "fastbook-benchmark.json").is_file(),
@@ -196,3 +197,47 @@ def test_registry_is_complete():
     for name, s in D.SOURCES.items():
         if s.sha256 and (SHARED / name).exists():
             assert D.sha256_file(SHARED / name) == s.sha256, name
+
+
+# ---- built folders in the cache (irbook.data.build_folder) ----------------------------------
+def _build(calls):
+    def build(tmp):
+        calls.append(tmp)
+        (tmp / "model.safetensors").write_bytes(b"weights" * 100)
+        (tmp / "sub").mkdir(); (tmp / "sub" / "config.json").write_text("{}")
+    return build
+
+
+def test_build_folder_reuses_complete_and_rebuilds_broken(tmp_path):
+    f, calls, s = tmp_path / "m", [], "key-a"
+    assert build_folder(f, s, _build(calls)) == f and len(calls) == 1 and folder_is_complete(f, s)
+    stamp = (f / MARKER).stat().st_mtime_ns
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        build_folder(f, s, _build(calls))
+    assert len(calls) == 1 and (f / MARKER).stat().st_mtime_ns == stamp           # reused, not rebuilt
+    (f / "model.safetensors").write_bytes(b"weights")                             # truncated later
+    with pytest.warns(UserWarning, match="rebuilding"):
+        build_folder(f, s, _build(calls))
+    assert len(calls) == 2 and folder_is_complete(f, s)
+    with pytest.warns(UserWarning, match="rebuilding"):
+        build_folder(f, "other settings", _build(calls))
+    assert len(calls) == 3
+    (f / MARKER).unlink()                                                         # half-written: no marker
+    with pytest.warns(UserWarning, match="rebuilding"):
+        build_folder(f, s, _build(calls))
+    assert len(calls) == 4 and not list(tmp_path.glob(".m.*"))
+
+
+def test_build_folder_failure_leaves_nothing(tmp_path):
+    def boom(tmp):
+        (tmp / "model.safetensors").write_bytes(b"half")
+        raise RuntimeError("killed mid-training")
+    with pytest.raises(RuntimeError):
+        build_folder(tmp_path / "m", "key-a", boom)
+    assert not (tmp_path / "m").exists() and not list(tmp_path.glob(".m.*"))
+
+
+def test_build_folder_needs_a_string_key(tmp_path):
+    with pytest.raises(ValueError, match="key"):
+        build_folder(tmp_path / "m", object(), lambda tmp: None)

@@ -11,10 +11,10 @@ pytest.importorskip("datasets")
 
 from irbook.chunking import chunk_book
 from irbook.fastbook import load_questions, normalize
-from irbook.search.colbert import MARKER, is_complete
+from irbook.data import folder_is_complete
 from irbook.search.dense import Encoder
 from irbook.synthetic import Summary
-from irbook.finetune import (FinetuneSettings, build_folder, filter_pairs, finetuned_model, pseudo_pairs, question_pairs,
+from irbook.finetune import (FinetuneSettings, filter_pairs, finetuned_model, pseudo_pairs, question_pairs,
                              split_questions, train, training_log, training_set)
 
 TINY = dict(max_pairs=16, batch_size=8, max_seq_length=32)
@@ -103,50 +103,6 @@ def test_filter_drops_multi_positive_and_both_near_duplicates(questions, chunks,
     assert summary["filter", "pairs kept"] == len(kept)
 
 
-# ---- the cache folder --------------------------------------------------------------------------------
-class _S:
-    def __init__(self, tag): self.tag = tag
-    def digest(self): return hashlib.sha256(self.tag.encode()).hexdigest()
-
-
-def _build(calls):
-    def build(tmp):
-        calls.append(tmp)
-        (tmp / "model.safetensors").write_bytes(b"weights" * 100)
-        (tmp / "sub").mkdir(); (tmp / "sub" / "config.json").write_text("{}")
-    return build
-
-
-def test_build_folder_reuses_complete_and_rebuilds_broken(tmp_path):
-    f, calls, s = tmp_path / "m", [], _S("a")
-    assert build_folder(f, s, _build(calls)) == f and len(calls) == 1 and is_complete(f, s)
-    stamp = (f / MARKER).stat().st_mtime_ns
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        build_folder(f, s, _build(calls))
-    assert len(calls) == 1 and (f / MARKER).stat().st_mtime_ns == stamp           # reused, not rebuilt
-    (f / "model.safetensors").write_bytes(b"weights")                             # truncated later
-    with pytest.warns(UserWarning, match="rebuilding"):
-        build_folder(f, s, _build(calls))
-    assert len(calls) == 2 and is_complete(f, s)
-    with pytest.warns(UserWarning, match="rebuilding"):
-        build_folder(f, _S("other settings"), _build(calls))
-    assert len(calls) == 3
-    (f / MARKER).unlink()                                                         # half-written: no marker
-    with pytest.warns(UserWarning, match="rebuilding"):
-        build_folder(f, s, _build(calls))
-    assert len(calls) == 4 and not list(tmp_path.glob(".m.*"))
-
-
-def test_build_folder_failure_leaves_nothing(tmp_path):
-    def boom(tmp):
-        (tmp / "model.safetensors").write_bytes(b"half")
-        raise RuntimeError("killed mid-training")
-    with pytest.raises(RuntimeError):
-        build_folder(tmp_path / "m", _S("a"), boom)
-    assert not (tmp_path / "m").exists() and not list(tmp_path.glob(".m.*"))
-
-
 def test_settings_digest():
     assert FinetuneSettings().digest() == FinetuneSettings().digest()
     assert FinetuneSettings(filtered=True).key() != FinetuneSettings().key()
@@ -185,10 +141,10 @@ def test_half_written_model_is_rebuilt_not_loaded(tiny_model, tmp_path, question
     ref = _embed(f)
     w = f / "model.safetensors"
     w.write_bytes(w.read_bytes()[: w.stat().st_size // 2])                      # a crash mid-save
-    assert not is_complete(f, FinetuneSettings(**TINY))
+    assert not folder_is_complete(f, FinetuneSettings(**TINY).digest())
     with pytest.warns(UserWarning, match="rebuilding"):
         out = finetuned_model(FinetuneSettings(**TINY), root=f, progress=False, questions=questions, chunks=chunks)
-    assert is_complete(out, FinetuneSettings(**TINY))
+    assert folder_is_complete(out, FinetuneSettings(**TINY).digest())
     np.testing.assert_allclose(_embed(out), ref, atol=1e-6)
     log = training_log(out)
     assert log["steps"] == 2 and log["pairs"] == 16 and set(log["train_qids"]).isdisjoint(
