@@ -285,7 +285,7 @@ def load_jsquad() -> dict:
         _reject(path, f"{name} ({path}) has no 'data' list")
     return d
 
-# %% ../nbs/00_data.ipynb #e513893e
+# %% ../nbs/00_data.ipynb #5639ca33
 import shutil, warnings
 
 MARKER = "irbook-complete.json"   # written last into a built folder: its presence, with matching hashes, means "complete"
