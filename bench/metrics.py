@@ -13,6 +13,7 @@ Each process imports its library, reads the qrels and the 8 runs from disk with 
 The wall time is the whole process, from spawn to exit (interpreter start-up included, for both).
 Every process prints its means; the bench checks that both libraries agree to 1e-9.
 """
+
 import argparse
 import json
 import os
@@ -24,13 +25,35 @@ import tempfile
 import time
 from pathlib import Path
 
-RUNS = ["bm25", "multilingual-e5-small", "multilingual-e5-large", "bge-m3+dense", "JaColBERTv2.5",
-        "ruri-small", "japanese-reranker-cross-encoder-small-v1", "random"]
-ALL14 = ["hits@10", "hit_rate@10", "precision@10", "recall@10", "f1@10", "r-precision", "bpref", "rbp.8",
-         "mrr@10", "map@100", "dcg@10", "ndcg@10", "dcg_burges@10", "ndcg_burges@10"]
+RUNS = [
+    "bm25",
+    "multilingual-e5-small",
+    "multilingual-e5-large",
+    "bge-m3+dense",
+    "JaColBERTv2.5",
+    "ruri-small",
+    "japanese-reranker-cross-encoder-small-v1",
+    "random",
+]
+ALL14 = [
+    "hits@10",
+    "hit_rate@10",
+    "precision@10",
+    "recall@10",
+    "f1@10",
+    "r-precision",
+    "bpref",
+    "rbp.8",
+    "mrr@10",
+    "map@100",
+    "dcg@10",
+    "ndcg@10",
+    "dcg_burges@10",
+    "ndcg_burges@10",
+]
 WORKLOADS = {"A: ndcg@10 + mrr@10": ["ndcg@10", "mrr@10"], "B: all 14 metrics": ALL14}
 
-CHILD = r'''
+CHILD = r"""
 import json, sys, time, warnings
 t0 = time.perf_counter()
 warnings.filterwarnings("ignore")
@@ -52,15 +75,28 @@ else:
     out = {n: evaluate(qrels, r, metrics) for n, r in runs.items()}
 t3 = time.perf_counter()
 print(json.dumps({"import": t1 - t0, "load": t2 - t1, "evaluate": t3 - t2, "scores": out}))
-'''
+"""
 
 
 def run_child(lib, metrics, paths, env):
     t = time.perf_counter()
-    p = subprocess.run([sys.executable, "-c", CHILD, lib, str(paths["qrels"]), json.dumps(paths["runs"]), json.dumps(metrics)],
-                       env=env, capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            lib,
+            str(paths["qrels"]),
+            json.dumps(paths["runs"]),
+            json.dumps(metrics),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t
-    if p.returncode != 0: raise RuntimeError(f"{lib} child failed:\n{p.stderr[-3000:]}")
+    if p.returncode != 0:
+        raise RuntimeError(f"{lib} child failed:\n{p.stderr[-3000:]}")
     res = json.loads(p.stdout.strip().splitlines()[-1])
     res["wall"] = wall
     return res
@@ -72,25 +108,52 @@ def agreement(ranx_scores, irbook_scores, metrics):
     worst = 0.0
     for n in RUNS:
         for m in metrics:
-            if m.startswith("bpref"): continue
+            if m.startswith("bpref"):
+                continue
             d = abs(ranx_scores[n][m] - irbook_scores[n][m])
-            assert d < 1e-9, f"irbook and ranx disagree on {n} {m}: {irbook_scores[n][m]} vs {ranx_scores[n][m]}"   # nan fails too
+            assert d < 1e-9, (
+                f"irbook and ranx disagree on {n} {m}: {irbook_scores[n][m]} vs {ranx_scores[n][m]}"
+            )  # nan fails too
             worst = max(worst, d)
     return worst
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=1, help="processes per (library, mode); the minimum wall time is kept")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="processes per (library, mode); the minimum wall time is kept",
+    )
     ap.add_argument("--json", help="write all measurements to this file")
-    ap.add_argument("--metrics", help="comma-separated metric names: one custom workload instead of A and B")
+    ap.add_argument(
+        "--metrics",
+        help="comma-separated metric names: one custom workload instead of A and B",
+    )
     args = ap.parse_args()
     from irbook.data import fetch
     import irbook.metrics as M
-    paths = {"qrels": str(fetch("jqara/qrels.trec")), "runs": {n: str(fetch(f"jqara/runs/{n}.lz4")) for n in RUNS}}
+
+    paths = {
+        "qrels": str(fetch("jqara/qrels.trec")),
+        "runs": {n: str(fetch(f"jqara/runs/{n}.lz4")) for n in RUNS},
+    }
     workloads = {"custom": args.metrics.split(",")} if args.metrics else WORKLOADS
-    missing = sorted({m.split("-l")[0].split("@")[0].split(".")[0] for ms in workloads.values() for m in ms} - set(M.METRICS))
-    if missing: sys.exit(f"irbook does not register {missing} yet: run the bench once chapters 3-4 are exported")
+    missing = sorted(
+        {
+            m.split("-l")[0].split("@")[0].split(".")[0]
+            for ms in workloads.values()
+            for m in ms
+        }
+        - set(M.METRICS)
+    )
+    if missing:
+        sys.exit(
+            f"irbook does not register {missing} yet: run the bench once chapters 3-4 are exported"
+        )
 
     results = {}
     with tempfile.TemporaryDirectory(prefix="irbook-bench-") as tmp:
@@ -98,38 +161,87 @@ def main():
         for wname, metrics in workloads.items():
             r = results[wname] = {}
             for rep in range(args.repeat):
-                cold_dir = Path(tmp) / f"cold-{len(r)}-{rep}"; cold_dir.mkdir()
+                cold_dir = Path(tmp) / f"cold-{len(r)}-{rep}"
+                cold_dir.mkdir()
                 env_cold = dict(base, NUMBA_CACHE_DIR=str(cold_dir))
-                r.setdefault("ranx cold", []).append(run_child("ranx", metrics, paths, env_cold))
-                r.setdefault("ranx warm", []).append(run_child("ranx", metrics, paths, env_cold))   # same, now filled, cache
-                r.setdefault("irbook cold", []).append(run_child("irbook", metrics, paths, base))
-                r.setdefault("irbook warm", []).append(run_child("irbook", metrics, paths, base))
+                r.setdefault("ranx cold", []).append(
+                    run_child("ranx", metrics, paths, env_cold)
+                )
+                r.setdefault("ranx warm", []).append(
+                    run_child("ranx", metrics, paths, env_cold)
+                )  # same, now filled, cache
+                r.setdefault("irbook cold", []).append(
+                    run_child("irbook", metrics, paths, base)
+                )
+                r.setdefault("irbook warm", []).append(
+                    run_child("irbook", metrics, paths, base)
+                )
                 shutil.rmtree(cold_dir, ignore_errors=True)
-            r["max |irbook - ranx|"] = agreement(r["ranx warm"][0]["scores"], r["irbook warm"][0]["scores"], metrics)
+            r["max |irbook - ranx|"] = agreement(
+                r["ranx warm"][0]["scores"], r["irbook warm"][0]["scores"], metrics
+            )
 
-    print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"8 JQaRA runs x 1,667 queries x 100 candidates; fresh process each; min of {args.repeat} process(es)\n")
+    print(
+        f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
+    print(
+        f"8 JQaRA runs x 1,667 queries x 100 candidates; fresh process each; min of {args.repeat} process(es)\n"
+    )
     for wname, r in results.items():
-        best = {k: min(v, key=lambda x: x["wall"]) for k, v in r.items() if isinstance(v, list)}
-        note = ", bpref excluded" if any(m.startswith("bpref") for m in WORKLOADS.get(wname, [])) else ""
+        best = {
+            k: min(v, key=lambda x: x["wall"])
+            for k, v in r.items()
+            if isinstance(v, list)
+        }
+        note = (
+            ", bpref excluded"
+            if any(m.startswith("bpref") for m in WORKLOADS.get(wname, []))
+            else ""
+        )
         print(f"{wname}   (max |irbook - ranx| = {r['max |irbook - ranx|']:.1e}{note})")
-        print(f"  {'':12s} {'process':>9s} {'import':>8s} {'load':>8s} {'evaluate':>9s}")
+        print(
+            f"  {'':12s} {'process':>9s} {'import':>8s} {'load':>8s} {'evaluate':>9s}"
+        )
         for k, x in best.items():
-            print(f"  {k:12s} {x['wall']:8.2f}s {x['import']:7.2f}s {x['load']:7.2f}s {x['evaluate']:8.2f}s")
+            print(
+                f"  {k:12s} {x['wall']:8.2f}s {x['import']:7.2f}s {x['load']:7.2f}s {x['evaluate']:8.2f}s"
+            )
         rc, rw = best["ranx cold"]["wall"], best["ranx warm"]["wall"]
         ic, iw = best["irbook cold"]["wall"], best["irbook warm"]["wall"]
         print(f"  ratio ranx cold / irbook cold = {rc / ic:.1f}x   (target >= 5x)")
         print(f"  ratio ranx warm / irbook warm = {rw / iw:.1f}x   (target >= 1x)\n")
-        r["summary"] = {k: {kk: vv for kk, vv in x.items() if kk != "scores"} for k, x in best.items()}
-        r["summary"]["ratios"] = {"ranx cold / irbook cold": rc / ic, "ranx warm / irbook warm": rw / iw}
+        r["summary"] = {
+            k: {kk: vv for kk, vv in x.items() if kk != "scores"}
+            for k, x in best.items()
+        }
+        r["summary"]["ratios"] = {
+            "ranx cold / irbook cold": rc / ic,
+            "ranx warm / irbook warm": rw / iw,
+        }
     if args.json:
         from importlib.metadata import version
-        meta = {"date": time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), "machine": platform.machine(), "cpus": os.cpu_count(),
-                "load average": round(os.getloadavg()[0], 1), "python": platform.python_version(), "ranx": version("ranx"),
-                "repeat": args.repeat, "workload": "8 JQaRA runs x 1,667 queries x 100 candidates, fresh process each"}
+
+        meta = {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": platform.machine(),
+            "cpus": os.cpu_count(),
+            "load average": round(os.getloadavg()[0], 1),
+            "python": platform.python_version(),
+            "ranx": version("ranx"),
+            "repeat": args.repeat,
+            "workload": "8 JQaRA runs x 1,667 queries x 100 candidates, fresh process each",
+        }
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"meta": meta, "workloads": {w: r["summary"] for w, r in results.items()}}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "meta": meta,
+                    "workloads": {w: r["summary"] for w, r in results.items()},
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -21,47 +21,68 @@ DROP_SECTIONS = ("Questionnaire", "Further Research")
 _HEADER = re.compile(r"^(#{1,6})[ \t]+(\S.*)$")
 _BLANK = re.compile(r"\n(?:[ \t]*\n)+")
 
+
 @dataclass(frozen=True)
 class Block:
     "One reading unit of a chapter: a header, a markdown paragraph, or a code cell with its text outputs."
-    kind: str            # "header", "markdown" or "code"
+
+    kind: str  # "header", "markdown" or "code"
     text: str
-    header: str | None   # the heading line in force (the block itself for a header)
-    index: int           # position among the chapter's blocks
+    header: str | None  # the heading line in force (the block itself for a header)
+    index: int  # position among the chapter's blocks
+
 
 def _cell_text(x) -> str:
     return "".join(x) if isinstance(x, list) else (x or "")
+
 
 def render_code(cell: dict, outputs: bool = True) -> str:
     "A code cell as the benchmark quotes it: fenced Python source, then 'Output:' and its text outputs."
     text = f"```python\n{_cell_text(cell.get('source'))}\n```"
     outs = []
     for o in cell.get("outputs", []) if outputs else []:
-        if o.get("output_type") == "stream": outs.append(_cell_text(o.get("text")))
-        elif o.get("output_type") in ("execute_result", "display_data") and "text/plain" in o.get("data", {}):
+        if o.get("output_type") == "stream":
+            outs.append(_cell_text(o.get("text")))
+        elif o.get("output_type") in (
+            "execute_result",
+            "display_data",
+        ) and "text/plain" in o.get("data", {}):
             outs.append(_cell_text(o["data"]["text/plain"]))
     return text + ("\nOutput:\n" + "\n".join(outs) if outs else "")
 
-def notebook_blocks(nb: dict, code: bool = True, outputs: bool = True, drop=DROP_SECTIONS) -> list[Block]:
+
+def notebook_blocks(
+    nb: dict, code: bool = True, outputs: bool = True, drop=DROP_SECTIONS
+) -> list[Block]:
     "The blocks of a chapter notebook in reading order, without the sections titled in `drop`."
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ValueError("nb must be an nbformat-4 notebook dict with a 'cells' list")
     blocks, header, skip_level = [], None, None
+
     def add(kind, text):
-        blocks.append(Block(kind, text, text if kind == "header" else header, len(blocks)))
+        blocks.append(
+            Block(kind, text, text if kind == "header" else header, len(blocks))
+        )
+
     for cell in nb["cells"]:
         kind, src = cell.get("cell_type"), _cell_text(cell.get("source"))
         if kind == "markdown":
             for para in _BLANK.split(src):
                 para = para.strip("\n")
-                if not para.strip(): continue
+                if not para.strip():
+                    continue
                 m = _HEADER.match(para) if "\n" not in para else None
                 if m:
                     level, title = len(m.group(1)), m.group(2).strip()
-                    if skip_level is not None and level <= skip_level: skip_level = None
-                    if skip_level is None and title in drop: skip_level = level
-                    if skip_level is None: header = para; add("header", para)
-                elif skip_level is None: add("markdown", para)
+                    if skip_level is not None and level <= skip_level:
+                        skip_level = None
+                    if skip_level is None and title in drop:
+                        skip_level = level
+                    if skip_level is None:
+                        header = para
+                        add("header", para)
+                elif skip_level is None:
+                    add("markdown", para)
         elif kind == "code" and code and skip_level is None and src.strip():
             add("code", render_code(cell, outputs))
     return blocks
@@ -70,85 +91,154 @@ def notebook_blocks(nb: dict, code: bool = True, outputs: bool = True, drop=DROP
 @dataclass(frozen=True)
 class Chunk:
     "A retrievable unit of a chapter: id (e.g. 'c04_0042'), chapter, indexed text, and its header."
+
     id: str
     chapter: int
     text: str
     header: str | None = None
-    blocks: tuple[int, ...] = ()   # indices of the chapter blocks it was built from
+    blocks: tuple[int, ...] = ()  # indices of the chapter blocks it was built from
+
 
 def _chunk_id(chapter: int, i: int) -> str:
     return f"c{chapter:02d}_{i:04d}"
+
 
 def _join(header, texts, prefix_header) -> str:
     body = "\n\n".join(texts)
     return f"{header}\n\n{body}" if prefix_header and header else body
 
 # %% ../nbs/11_chunking.ipynb #221bdf78
-def paragraph_chunks(nb: dict, chapter: int, prefix_header: bool = True, code: bool = True,
-                     outputs: bool = True, drop=DROP_SECTIONS) -> list[Chunk]:
+def paragraph_chunks(
+    nb: dict,
+    chapter: int,
+    prefix_header: bool = True,
+    code: bool = True,
+    outputs: bool = True,
+    drop=DROP_SECTIONS,
+) -> list[Chunk]:
     "One chunk per markdown paragraph or code cell of the chapter notebook `nb` (header prefixed or not)."
     blocks = [b for b in notebook_blocks(nb, code, outputs, drop) if b.kind != "header"]
-    return [Chunk(_chunk_id(chapter, i), chapter, _join(b.header, [b.text], prefix_header), b.header, (b.index,))
-            for i, b in enumerate(blocks)]
+    return [
+        Chunk(
+            _chunk_id(chapter, i),
+            chapter,
+            _join(b.header, [b.text], prefix_header),
+            b.header,
+            (b.index,),
+        )
+        for i, b in enumerate(blocks)
+    ]
 
 # %% ../nbs/11_chunking.ipynb #007ddcca
-def group_chunks(nb: dict, chapter: int, n: int = 3, prefix_header: bool = True, code: bool = True,
-                 outputs: bool = True, drop=DROP_SECTIONS) -> list[Chunk]:
+def group_chunks(
+    nb: dict,
+    chapter: int,
+    n: int = 3,
+    prefix_header: bool = True,
+    code: bool = True,
+    outputs: bool = True,
+    drop=DROP_SECTIONS,
+) -> list[Chunk]:
     "Chunks of up to `n` consecutive paragraphs/code cells that share a header (groups never cross a header)."
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1: raise ValueError(f"n must be a positive int, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
     sections, out = [], []
     for b in notebook_blocks(nb, code, outputs, drop):
-        if b.kind == "header" or not sections: sections.append([])
-        if b.kind != "header": sections[-1].append(b)
+        if b.kind == "header" or not sections:
+            sections.append([])
+        if b.kind != "header":
+            sections[-1].append(b)
     for sec in sections:
         for s in range(0, len(sec), n):
-            g = sec[s:s + n]
-            out.append(Chunk(_chunk_id(chapter, len(out)), chapter, _join(g[0].header, [b.text for b in g], prefix_header),
-                             g[0].header, tuple(b.index for b in g)))
+            g = sec[s : s + n]
+            out.append(
+                Chunk(
+                    _chunk_id(chapter, len(out)),
+                    chapter,
+                    _join(g[0].header, [b.text for b in g], prefix_header),
+                    g[0].header,
+                    tuple(b.index for b in g),
+                )
+            )
     return out
 
 # %% ../nbs/11_chunking.ipynb #ad0fc6a9
 _TOKEN = re.compile(r"\S+")
 
+
 def count_tokens(text: str) -> int:
     "Number of whitespace-separated tokens in `text` (the course's model-free token count)."
     return sum(1 for _ in _TOKEN.finditer(text))
 
+
 def _split_long(text: str, size: int) -> list[str]:
     spans = [m.span() for m in _TOKEN.finditer(text)]
-    return [text[spans[i][0]:spans[min(i + size, len(spans)) - 1][1]] for i in range(0, len(spans), size)]
+    return [
+        text[spans[i][0] : spans[min(i + size, len(spans)) - 1][1]]
+        for i in range(0, len(spans), size)
+    ]
 
-def token_chunks(nb: dict, chapter: int, size: int = 500, code: bool = True, outputs: bool = True,
-                 drop=DROP_SECTIONS) -> list[Chunk]:
+
+def token_chunks(
+    nb: dict,
+    chapter: int,
+    size: int = 500,
+    code: bool = True,
+    outputs: bool = True,
+    drop=DROP_SECTIONS,
+) -> list[Chunk]:
     "Chunks of at most `size` whitespace tokens, packing whole blocks in order and cutting only over-long ones."
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1: raise ValueError(f"size must be a positive int, got {size!r}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size must be a positive int, got {size!r}")
     out, cur, cur_n = [], [], 0
+
     def flush():
         nonlocal cur, cur_n
         if cur:
-            out.append(Chunk(_chunk_id(chapter, len(out)), chapter, "\n\n".join(t for _, t in cur), cur[0][0].header,
-                             tuple(dict.fromkeys(b.index for b, _ in cur))))
+            out.append(
+                Chunk(
+                    _chunk_id(chapter, len(out)),
+                    chapter,
+                    "\n\n".join(t for _, t in cur),
+                    cur[0][0].header,
+                    tuple(dict.fromkeys(b.index for b, _ in cur)),
+                )
+            )
         cur, cur_n = [], 0
+
     for b in notebook_blocks(nb, code, outputs, drop):
         pieces = [b.text] if count_tokens(b.text) <= size else _split_long(b.text, size)
         for piece in pieces:
             n = count_tokens(piece)
-            if cur_n + n > size: flush()
-            cur.append((b, piece)); cur_n += n
+            if cur_n + n > size:
+                flush()
+            cur.append((b, piece))
+            cur_n += n
     flush()
     return out
 
 # %% ../nbs/11_chunking.ipynb #d254d13e
-STRATEGIES = {"paragraph": paragraph_chunks, "group": group_chunks, "tokens": token_chunks}
+STRATEGIES = {
+    "paragraph": paragraph_chunks,
+    "group": group_chunks,
+    "tokens": token_chunks,
+}
 
-def chunk_book(strategy="paragraph", chapters: list[int] | None = None, **opts) -> dict[str, Chunk]:
+
+def chunk_book(
+    strategy="paragraph", chapters: list[int] | None = None, **opts
+) -> dict[str, Chunk]:
     "Chunk every benchmark chapter with `strategy` ('paragraph', 'group', 'tokens' or a function): {id: Chunk}."
     fn = STRATEGIES.get(strategy) if isinstance(strategy, str) else strategy
-    if fn is None: raise ValueError(f"unknown chunking strategy {strategy!r}; choose from {sorted(STRATEGIES)} or pass a function")
+    if fn is None:
+        raise ValueError(
+            f"unknown chunking strategy {strategy!r}; choose from {sorted(STRATEGIES)} or pass a function"
+        )
     chunks = {}
-    for ch in (sorted(FASTBOOK_CHAPTERS) if chapters is None else chapters):
+    for ch in sorted(FASTBOOK_CHAPTERS) if chapters is None else chapters:
         for c in fn(load_fastbook_chapter(ch), ch, **opts):
-            if c.id in chunks: raise ValueError(f"duplicate chunk id {c.id!r} in chapter {ch}")
+            if c.id in chunks:
+                raise ValueError(f"duplicate chunk id {c.id!r} in chapter {ch}")
             chunks[c.id] = c
     return chunks
 
@@ -156,25 +246,34 @@ def chunk_book(strategy="paragraph", chapters: list[int] | None = None, **opts) 
 def _popcount(m: int) -> int:
     return bin(m).count("1")
 
+
 def _cover(sets: list[set], k: int):
     "Breadth-first search over sets of covered components: (fewest chunks covering all, or None; best chunk ids)."
-    masks = {}                                   # chunk id -> bitmask of the components it covers
+    masks = {}  # chunk id -> bitmask of the components it covers
     for i, ids in enumerate(sets):
-        for cid in ids: masks[cid] = masks.get(cid, 0) | (1 << i)
-    rep = {}                                     # one chunk id (the smallest) per distinct mask
-    for cid in sorted(masks): rep.setdefault(masks[cid], cid)
+        for cid in ids:
+            masks[cid] = masks.get(cid, 0) | (1 << i)
+    rep = {}  # one chunk id (the smallest) per distinct mask
+    for cid in sorted(masks):
+        rep.setdefault(masks[cid], cid)
     full, frontier, seen, best = (1 << len(sets)) - 1, {0: ()}, {0}, (0, ())
     for depth in range(1, k + 1):
         nxt = {}
         for m, path in frontier.items():
             for cm, cid in rep.items():
-                if (nm := m | cm) not in seen: seen.add(nm); nxt[nm] = path + (cid,)
-        if full in nxt: return depth, nxt[full]
+                if (nm := m | cm) not in seen:
+                    seen.add(nm)
+                    nxt[nm] = path + (cid,)
+        if full in nxt:
+            return depth, nxt[full]
         for nm, path in nxt.items():
-            if _popcount(nm) > _popcount(best[0]): best = (nm, path)
-        if not nxt: break
+            if _popcount(nm) > _popcount(best[0]):
+                best = (nm, path)
+        if not nxt:
+            break
         frontier = nxt
     return None, best[1]
+
 
 def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
     "Per question, the best Modified MRR@k / Recall@k any ranking of `chunks` can reach (plus the loose bound)."
@@ -184,9 +283,18 @@ def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
         sets = matching_chunks(q, chunks)
         m, ids = _cover(sets, k)
         covered = sum(any(c in s for c in ids) for s in sets)
-        rows.append(dict(qid=q.qid, chapter=q.chapter, mrr=1.0 / m if m else 0.0, recall=covered / len(sets),
-                         mrr_loose=float(all(sets)), chunks_needed=m or 0))
+        rows.append(
+            dict(
+                qid=q.qid,
+                chapter=q.chapter,
+                mrr=1.0 / m if m else 0.0,
+                recall=covered / len(sets),
+                mrr_loose=float(all(sets)),
+                chunks_needed=m or 0,
+            )
+        )
     return pd.DataFrame(rows).set_index("qid")
+
 
 def oracle_run(chunks: dict, questions: list, k: int = 10) -> dict:
     "A run that reaches the ceiling: per question, the fewest chunks covering its components, best first."

@@ -25,13 +25,19 @@ __all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'FASTBOOK_CHAPTERS', 'JQARA_O
            'folder_hashes', 'folder_is_complete', 'build_folder']
 
 # %% ../nbs/00_data.ipynb #0afad3f1
-ENV_DATA = "IRBOOK_DATA"        # directory holding an offline copy (checked first, never written to)
-ENV_CACHE = "IRBOOK_CACHE"      # where downloads are kept (default: the platform's user cache dir)
+ENV_DATA = (
+    "IRBOOK_DATA"  # directory holding an offline copy (checked first, never written to)
+)
+ENV_CACHE = (
+    "IRBOOK_CACHE"  # where downloads are kept (default: the platform's user cache dir)
+)
 ENV_OFFLINE = "IRBOOK_OFFLINE"  # set to 1 to forbid downloads
+
 
 @dataclass(frozen=True)
 class Source:
     "One external file of the course: its name in a data dir, public URL, expected sha256 and licence."
+
     name: str
     url: str | None
     sha256: str | None
@@ -40,16 +46,27 @@ class Source:
 # %% ../nbs/00_data.ipynb #0799c54d
 _GH = "https://raw.githubusercontent.com"
 _FB_DATA = f"{_GH}/vishalbakshi/fastbook-benchmark/16cc5a25375c027599d2e00b9d11a271fc875498/data"
-_FB_HEAD = f"{_GH}/vishalbakshi/fastbook-benchmark/e812ad0cf449c99ac97d4ede773f00358b09f22e"
+_FB_HEAD = (
+    f"{_GH}/vishalbakshi/fastbook-benchmark/e812ad0cf449c99ac97d4ede773f00358b09f22e"
+)
 _JQ = f"{_GH}/hotchpotch/JQaRA/e2fa20e42e940473d976407494f9d572bbdbf99a/evaluator/data/eval_results"
 _JG = f"{_GH}/yahoojapan/JGLUE/6f071c0/datasets/jsquad-v1.3"
 
-_FASTBOOK = "fastbook prose: not licensed for redistribution (private copies only); code GPLv3"
+_FASTBOOK = (
+    "fastbook prose: not licensed for redistribution (private copies only); code GPLv3"
+)
 _BENCH = "fastbook-benchmark: no licence file in the repository (download, do not redistribute)"
 _JQARA = "JQaRA: data CC BY-SA 4.0, evaluator code MIT"
 
-FASTBOOK_CHAPTERS = {1: "01_intro", 2: "02_production", 4: "04_mnist_basics", 8: "08_collab",
-                     9: "09_tabular", 10: "10_nlp", 13: "13_convolutions"}
+FASTBOOK_CHAPTERS = {
+    1: "01_intro",
+    2: "02_production",
+    4: "04_mnist_basics",
+    8: "08_collab",
+    9: "09_tabular",
+    10: "10_nlp",
+    13: "13_convolutions",
+}
 _FASTBOOK_SHA = {
     1: "5578188ac3d09ad190de04a8cd920f3599adbfaf19ac13ea6c33c44e649b7136",
     2: "3354594de647f0cac3a462021fd9b815cb24568516bd256b22a533834e22d549",
@@ -69,42 +86,112 @@ JQARA_OFFLINE_RUNS = {  # the runs mirrored offline, with their sha256
     "japanese-reranker-cross-encoder-small-v1": "ca46668e0c89b598c1d5db5eb4daab8c68f11e49584724ecd6580a6a7fb26308",
     "random": "f2317205e60b5c66e7af556fbe816def9e9b60346c2a62d05664f0756ed3db93",
 }
-JQARA_RUNS = tuple(sorted(set(JQARA_OFFLINE_RUNS) | {  # every run the JQaRA evaluator publishes (39)
-    "GLuCoSE-base-ja-v2", "GLuCoSE-base-ja", "JaColBERT", "JaColBERTv2.4", "JaColBERTv2", "bge-m3+all",
-    "bge-m3+colbert", "bge-m3+sparse", "bge-reranker-base", "bge-reranker-large", "bge-reranker-v2-m3",
-    "cross-encoder-mmarco-mMiniLMv2-L12-H384-v1", "fio-base-japanese-v0.1", "japanese-bge-reranker-v2-m3-v1",
-    "japanese-reranker-cross-encoder-base-v1", "japanese-reranker-cross-encoder-large-v1",
-    "japanese-reranker-cross-encoder-xsmall-v1", "japanese-splade-base-v1", "minhash", "ruri-base",
-    "ruri-large", "ruri-reranker-base", "ruri-reranker-large", "ruri-reranker-small", "shioriha-large-reranker",
-    "static-embedding-japanese", "sup-simcse-ja-base", "sup-simcse-ja-large", "text-embedding-3-small",
-    "unsup-simcse-ja-base", "unsup-simcse-ja-large"}))
+JQARA_RUNS = tuple(
+    sorted(
+        set(JQARA_OFFLINE_RUNS)
+        | {  # every run the JQaRA evaluator publishes (39)
+            "GLuCoSE-base-ja-v2",
+            "GLuCoSE-base-ja",
+            "JaColBERT",
+            "JaColBERTv2.4",
+            "JaColBERTv2",
+            "bge-m3+all",
+            "bge-m3+colbert",
+            "bge-m3+sparse",
+            "bge-reranker-base",
+            "bge-reranker-large",
+            "bge-reranker-v2-m3",
+            "cross-encoder-mmarco-mMiniLMv2-L12-H384-v1",
+            "fio-base-japanese-v0.1",
+            "japanese-bge-reranker-v2-m3-v1",
+            "japanese-reranker-cross-encoder-base-v1",
+            "japanese-reranker-cross-encoder-large-v1",
+            "japanese-reranker-cross-encoder-xsmall-v1",
+            "japanese-splade-base-v1",
+            "minhash",
+            "ruri-base",
+            "ruri-large",
+            "ruri-reranker-base",
+            "ruri-reranker-large",
+            "ruri-reranker-small",
+            "shioriha-large-reranker",
+            "static-embedding-japanese",
+            "sup-simcse-ja-base",
+            "sup-simcse-ja-large",
+            "text-embedding-3-small",
+            "unsup-simcse-ja-base",
+            "unsup-simcse-ja-large",
+        }
+    )
+)
 
-SOURCES: dict[str, Source] = {s.name: s for s in [
-    *(Source(f"fastbook/{stem}.ipynb", f"{_FB_DATA}/{stem}.ipynb", _FASTBOOK_SHA[n], _FASTBOOK)
-      for n, stem in FASTBOOK_CHAPTERS.items()),
-    Source("fastbook-benchmark.json", f"{_FB_HEAD}/fastbook-benchmark.json",
-           "71ca5d36f00f9e442abde7b0cfa866fcfb8e9b583dae7efd43b8d10a63a57b92", _BENCH),
-    Source("fts_keywords.csv", f"{_FB_HEAD}/examples/fts_keywords.csv",
-           "c0e3bb55c82aaedc5b6fd8d338270ca88a022103e8aaeb890587fafc09223ce6", _BENCH),
-    Source("jqara/qrels.trec", f"{_JQ}/qrels/qrels.trec",
-           "8e64d4d97cdc98936f26aa466537353ab64b8f4fdf6158d0d51b25b61a4a0101", _JQARA),
-    *(Source(f"jqara/runs/{r}.lz4", f"{_JQ}/runs/{r}.lz4", JQARA_OFFLINE_RUNS.get(r), _JQARA) for r in JQARA_RUNS),
-    Source("jqara/expected_metrics_ranx.json", None, None,
-           "JQaRA README leaderboard (published figures), as computed with ranx; offline mirror only"),
-    Source("jsquad/valid-v1.3.json", f"{_JG}/valid-v1.3.json",
-           "fb0a57a35281ff03bbe7f0e878cff5b577985fbe6fcb242e7e8ddb63d1c0ab11", "JSQuAD (JGLUE): CC BY-SA 4.0"),
-]}
+SOURCES: dict[str, Source] = {
+    s.name: s
+    for s in [
+        *(
+            Source(
+                f"fastbook/{stem}.ipynb",
+                f"{_FB_DATA}/{stem}.ipynb",
+                _FASTBOOK_SHA[n],
+                _FASTBOOK,
+            )
+            for n, stem in FASTBOOK_CHAPTERS.items()
+        ),
+        Source(
+            "fastbook-benchmark.json",
+            f"{_FB_HEAD}/fastbook-benchmark.json",
+            "71ca5d36f00f9e442abde7b0cfa866fcfb8e9b583dae7efd43b8d10a63a57b92",
+            _BENCH,
+        ),
+        Source(
+            "fts_keywords.csv",
+            f"{_FB_HEAD}/examples/fts_keywords.csv",
+            "c0e3bb55c82aaedc5b6fd8d338270ca88a022103e8aaeb890587fafc09223ce6",
+            _BENCH,
+        ),
+        Source(
+            "jqara/qrels.trec",
+            f"{_JQ}/qrels/qrels.trec",
+            "8e64d4d97cdc98936f26aa466537353ab64b8f4fdf6158d0d51b25b61a4a0101",
+            _JQARA,
+        ),
+        *(
+            Source(
+                f"jqara/runs/{r}.lz4",
+                f"{_JQ}/runs/{r}.lz4",
+                JQARA_OFFLINE_RUNS.get(r),
+                _JQARA,
+            )
+            for r in JQARA_RUNS
+        ),
+        Source(
+            "jqara/expected_metrics_ranx.json",
+            None,
+            None,
+            "JQaRA README leaderboard (published figures), as computed with ranx; offline mirror only",
+        ),
+        Source(
+            "jsquad/valid-v1.3.json",
+            f"{_JG}/valid-v1.3.json",
+            "fb0a57a35281ff03bbe7f0e878cff5b577985fbe6fcb242e7e8ddb63d1c0ab11",
+            "JSQuAD (JGLUE): CC BY-SA 4.0",
+        ),
+    ]
+}
 len(SOURCES)
 
 # %% ../nbs/00_data.ipynb #2a569996
 class DataError(Exception):
     "Base class for every data-layer failure."
 
+
 class ChecksumError(DataError):
     "A file's bytes do not match the sha256 the course expects."
 
+
 class DataNotFound(DataError):
     "A file is in no offline directory nor the cache, and could not be downloaded."
+
 
 class MalformedData(DataError):
     "A file was found but its content is not what the loader expects."
@@ -113,10 +200,13 @@ class MalformedData(DataError):
 def data_dir() -> Path | None:
     "The offline data directory named by `IRBOOK_DATA`, or None when it is not set."
     d = os.environ.get(ENV_DATA)
-    if not d: return None
+    if not d:
+        return None
     p = Path(d).expanduser()
-    if not p.is_dir(): raise DataNotFound(f"{ENV_DATA}={d!r} is not a directory")
+    if not p.is_dir():
+        raise DataNotFound(f"{ENV_DATA}={d!r} is not a directory")
     return p
+
 
 def cache_dir() -> Path:
     "The directory downloads are cached in (`IRBOOK_CACHE`, else the platform's user cache dir)."
@@ -128,23 +218,49 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
     "Hex sha256 of a file, read in chunks."
     h = hashlib.sha256()
     with open(path, "rb") as f:
-        while b := f.read(chunk): h.update(b)
+        while b := f.read(chunk):
+            h.update(b)
     return h.hexdigest()
 
-def download(url: str, dest: Path | str, sha256: str | None = None, timeout: float = 60, progress: bool = True) -> Path:
+
+def download(
+    url: str,
+    dest: Path | str,
+    sha256: str | None = None,
+    timeout: float = 60,
+    progress: bool = True,
+) -> Path:
     "Download `url` to `dest` atomically, checking the byte count and `sha256`; nothing is left behind on failure."
-    dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     try:
         h, n = hashlib.sha256(), 0
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+        with (
+            os.fdopen(fd, "wb") as out,
+            urllib.request.urlopen(url, timeout=timeout) as resp,
+        ):
             total = int(resp.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, disable=not progress, leave=False) as bar:
+            with tqdm(
+                total=total,
+                unit="B",
+                unit_scale=True,
+                desc=dest.name,
+                disable=not progress,
+                leave=False,
+            ) as bar:
                 while block := resp.read(1 << 16):
-                    out.write(block); h.update(block); n += len(block); bar.update(len(block))
-    except http.client.HTTPException as e:  # e.g. IncompleteRead: the server hung up mid-transfer
+                    out.write(block)
+                    h.update(block)
+                    n += len(block)
+                    bar.update(len(block))
+    except (
+        http.client.HTTPException
+    ) as e:  # e.g. IncompleteRead: the server hung up mid-transfer
         Path(tmp).unlink(missing_ok=True)
-        raise DataError(f"{url}: transfer broken after {n} bytes ({type(e).__name__})") from e
+        raise DataError(
+            f"{url}: transfer broken after {n} bytes ({type(e).__name__})"
+        ) from e
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -152,7 +268,9 @@ def download(url: str, dest: Path | str, sha256: str | None = None, timeout: flo
         if total is not None and n != total:
             raise DataError(f"{url}: transfer stopped after {n} of {total} bytes")
         if sha256 is not None and h.hexdigest() != sha256:
-            raise ChecksumError(f"{url}: sha256 {h.hexdigest()} does not match the expected {sha256}")
+            raise ChecksumError(
+                f"{url}: sha256 {h.hexdigest()} does not match the expected {sha256}"
+            )
         os.replace(tmp, dest)
         return dest
     except BaseException:
@@ -162,60 +280,98 @@ def download(url: str, dest: Path | str, sha256: str | None = None, timeout: flo
 # %% ../nbs/00_data.ipynb #77549528
 def _check(path: Path, src: Source, where: str) -> Path:
     if src.sha256 is not None and (got := sha256_file(path)) != src.sha256:
-        raise ChecksumError(f"{src.name} in {where} ({path}) has sha256 {got}, expected {src.sha256}")
+        raise ChecksumError(
+            f"{src.name} in {where} ({path}) has sha256 {got}, expected {src.sha256}"
+        )
     return path
 
-def fetch(name: str, *, url: str | None = None, offline: bool | None = None, progress: bool = True) -> Path:
+
+def fetch(
+    name: str,
+    *,
+    url: str | None = None,
+    offline: bool | None = None,
+    progress: bool = True,
+) -> Path:
     "Path to the verified local copy of source `name`: offline dir, then cache, then download (`url` overrides the source's)."
-    if name not in SOURCES: raise KeyError(f"unknown data file {name!r}; known: {', '.join(sorted(SOURCES))}")
+    if name not in SOURCES:
+        raise KeyError(
+            f"unknown data file {name!r}; known: {', '.join(sorted(SOURCES))}"
+        )
     src = SOURCES[name]
     if (d := data_dir()) is not None and (d / name).is_file():
         return _check(d / name, src, f"${ENV_DATA}")
     cached = cache_dir() / name
     if cached.is_file():
-        try: return _check(cached, src, "the cache")
-        except ChecksumError: cached.unlink()  # a stale or damaged cache entry is replaced, never used
+        try:
+            return _check(cached, src, "the cache")
+        except ChecksumError:
+            cached.unlink()  # a stale or damaged cache entry is replaced, never used
     url = url or src.url
-    if offline is None: offline = os.environ.get(ENV_OFFLINE, "") not in ("", "0")
-    hint = (f"Set {ENV_DATA} to a directory that holds a copy as {name!r}"
-            + (f", or allow the download from {url}" if url else " (this file has no public download)"))
+    if offline is None:
+        offline = os.environ.get(ENV_OFFLINE, "") not in ("", "0")
+    hint = f"Set {ENV_DATA} to a directory that holds a copy as {name!r}" + (
+        f", or allow the download from {url}"
+        if url
+        else " (this file has no public download)"
+    )
     if url is None or offline:
-        raise DataNotFound(f"{name}: not found in ${ENV_DATA} ({data_dir()}) nor in the cache ({cache_dir()}), "
-                           f"and {'downloads are disabled' if url else 'it cannot be downloaded'}. {hint}.")
+        raise DataNotFound(
+            f"{name}: not found in ${ENV_DATA} ({data_dir()}) nor in the cache ({cache_dir()}), "
+            f"and {'downloads are disabled' if url else 'it cannot be downloaded'}. {hint}."
+        )
     try:
         return download(url, cached, src.sha256, progress=progress)
     except (urllib.error.URLError, OSError) as e:
-        raise DataNotFound(f"{name}: not found in ${ENV_DATA} ({data_dir()}) nor in the cache ({cache_dir()}), "
-                           f"and downloading {url} failed ({e}). {hint}.") from e
+        raise DataNotFound(
+            f"{name}: not found in ${ENV_DATA} ({data_dir()}) nor in the cache ({cache_dir()}), "
+            f"and downloading {url} failed ({e}). {hint}."
+        ) from e
 
 # %% ../nbs/00_data.ipynb #e2d0bc2b
 def _reject(path: Path, msg: str):
     "Raise MalformedData; a rejected file inside the cache is deleted so it is never served again."
     path = Path(path)
     try:
-        if path.resolve().is_relative_to(cache_dir().resolve()): path.unlink(missing_ok=True)
-    except OSError: pass
+        if path.resolve().is_relative_to(cache_dir().resolve()):
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
     raise MalformedData(msg)
+
 
 def _read_json(path: Path, name: str):
     path = Path(path)
-    if not path.is_file(): raise DataNotFound(f"{name}: no file at {path}")
-    try: return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e: _reject(path, f"{name} ({path}) is not valid JSON: {e}")
+    if not path.is_file():
+        raise DataNotFound(f"{name}: no file at {path}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        _reject(path, f"{name} ({path}) is not valid JSON: {e}")
+
 
 def load_notebook(path: Path | str, name: str | None = None) -> dict:
     "Read a Jupyter notebook file as a dict, rejecting anything that is not nbformat 4 with a cell list."
     name = name or str(path)
     nb = _read_json(Path(path), name)
-    if not isinstance(nb, dict) or nb.get("nbformat") != 4 or not isinstance(nb.get("cells"), list):
+    if (
+        not isinstance(nb, dict)
+        or nb.get("nbformat") != 4
+        or not isinstance(nb.get("cells"), list)
+    ):
         got = nb.get("nbformat") if isinstance(nb, dict) else type(nb).__name__
-        _reject(path, f"{name} ({path}) is not an nbformat 4 notebook (nbformat={got!r})")
+        _reject(
+            path, f"{name} ({path}) is not an nbformat 4 notebook (nbformat={got!r})"
+        )
     return nb
+
 
 def load_fastbook_chapter(chapter: int) -> dict:
     "The fastbook chapter notebook number `chapter` (1, 2, 4, 8, 9, 10 or 13) as an nbformat-4 dict."
     if chapter not in FASTBOOK_CHAPTERS:
-        raise ValueError(f"fastbook chapter {chapter!r} is not in the benchmark; choose from {sorted(FASTBOOK_CHAPTERS)}")
+        raise ValueError(
+            f"fastbook chapter {chapter!r} is not in the benchmark; choose from {sorted(FASTBOOK_CHAPTERS)}"
+        )
     name = f"fastbook/{FASTBOOK_CHAPTERS[chapter]}.ipynb"
     return load_notebook(fetch(name), name)
 
@@ -229,49 +385,69 @@ def load_benchmark() -> dict:
         _reject(path, f"{name} ({path}) has no 'questions' list")
     return d
 
+
 def load_fts_keywords():
     "The benchmark author's LLM-written full-text-search keywords, one row per question (pandas DataFrame)."
     import pandas as pd
+
     name = "fts_keywords.csv"
     path = fetch(name)
-    try: df = pd.read_csv(path)
-    except Exception as e: _reject(path, f"{name} ({path}) is not a readable CSV: {e}")
-    missing = {"chapter", "question_number", "question_text", "keywords"} - set(df.columns)
-    if missing: _reject(path, f"{name} ({path}) lacks columns {sorted(missing)}")
+    try:
+        df = pd.read_csv(path)
+    except Exception as e:
+        _reject(path, f"{name} ({path}) is not a readable CSV: {e}")
+    missing = {"chapter", "question_number", "question_text", "keywords"} - set(
+        df.columns
+    )
+    if missing:
+        _reject(path, f"{name} ({path}) lacks columns {sorted(missing)}")
     return df
 
 # %% ../nbs/00_data.ipynb #e3a972e3
 def load_jqara_qrels():
     "JQaRA test judgements (1,667 questions x 100 candidates) as a ranx `Qrels`."
     from ranx import Qrels
+
     name = "jqara/qrels.trec"
     path = fetch(name)
-    try: q = Qrels.from_file(str(path), kind="trec")
-    except Exception as e: _reject(path, f"{name} ({path}) is not a TREC qrels file: {e}")
-    if len(q.keys()) == 0: _reject(path, f"{name} ({path}) holds no judgements")
+    try:
+        q = Qrels.from_file(str(path), kind="trec")
+    except Exception as e:
+        _reject(path, f"{name} ({path}) is not a TREC qrels file: {e}")
+    if len(q.keys()) == 0:
+        _reject(path, f"{name} ({path}) holds no judgements")
     return q
+
 
 def load_jqara_run(run_name: str):
     "The published JQaRA ranking `run_name` (see `JQARA_RUNS`) as a ranx `Run` named after it."
     import warnings
     from ranx import Run
+
     if run_name not in JQARA_RUNS:
-        raise ValueError(f"unknown JQaRA run {run_name!r}; available: {', '.join(JQARA_RUNS)}")
+        raise ValueError(
+            f"unknown JQaRA run {run_name!r}; available: {', '.join(JQARA_RUNS)}"
+        )
     name = f"jqara/runs/{run_name}.lz4"
     if SOURCES[name].sha256 is None:
         warnings.warn(f"{name} has no pinned sha256: it is checked only by parsing")
     path = fetch(name)
-    try: run = Run.from_file(str(path), kind="lz4")
-    except Exception as e: _reject(path, f"{name} ({path}) is not a ranx lz4 run: {e}")
+    try:
+        run = Run.from_file(str(path), kind="lz4")
+    except Exception as e:
+        _reject(path, f"{name} ({path}) is not a ranx lz4 run: {e}")
     run.name = run_name
     return run
+
 
 def load_jqara_expected() -> dict:
     "The JQaRA leaderboard (run name -> ndcg@10, mrr@10, ndcg@100, mrr@100) as published, computed with ranx."
     name = "jqara/expected_metrics_ranx.json"
     path = fetch(name)
     d = _read_json(path, name)
-    if not isinstance(d, dict) or not all(isinstance(v, dict) and "ndcg@10" in v for v in d.values()):
+    if not isinstance(d, dict) or not all(
+        isinstance(v, dict) and "ndcg@10" in v for v in d.values()
+    ):
         _reject(path, f"{name} ({path}) is not a mapping run -> metrics")
     return d
 
@@ -288,37 +464,60 @@ def load_jsquad() -> dict:
 # %% ../nbs/00_data.ipynb #5639ca33
 import shutil, warnings
 
-MARKER = "irbook-complete.json"   # written last into a built folder: its presence, with matching hashes, means "complete"
+MARKER = "irbook-complete.json"  # written last into a built folder: its presence, with matching hashes, means "complete"
+
 
 def folder_hashes(folder) -> dict:
     "SHA-256 of every file below `folder` (relative path -> hex digest), the marker left out."
     folder = Path(folder)
-    return {str(p.relative_to(folder)): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file() and p.name != MARKER}
+    return {
+        str(p.relative_to(folder)): sha256_file(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MARKER
+    }
+
 
 def folder_is_complete(folder, key: str) -> bool:
     "True if `folder` was finished by `build_folder` for `key`: marker present, same key, every file's SHA-256 as recorded."
     folder = Path(folder)
-    try: m = json.loads((folder / MARKER).read_text())
-    except (OSError, ValueError): return False
-    if not isinstance(m, dict) or m.get("settings") != key or not m.get("files"): return False
+    try:
+        m = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(m, dict) or m.get("settings") != key or not m.get("files"):
+        return False
     return folder_hashes(folder) == m["files"]
+
 
 def build_folder(folder, key: str, build, rebuild: bool = False) -> Path:
     "`folder` complete for `key`: reused if `folder_is_complete`, else `build(tmp)` fills a temp folder, the marker is written last and the folder renamed into place."
-    if not isinstance(key, str) or not key: raise ValueError(f"key must be a non-empty string (e.g. a settings hash), got {key!r}")
+    if not isinstance(key, str) or not key:
+        raise ValueError(
+            f"key must be a non-empty string (e.g. a settings hash), got {key!r}"
+        )
     folder = Path(folder)
-    if not rebuild and folder_is_complete(folder, key): return folder
+    if not rebuild and folder_is_complete(folder, key):
+        return folder
     if folder.exists():
-        if not rebuild: warnings.warn(f"{folder} is incomplete or was built with other settings: rebuilding it")
+        if not rebuild:
+            warnings.warn(
+                f"{folder} is incomplete or was built with other settings: rebuilding it"
+            )
         shutil.rmtree(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent)); tmp.chmod(0o755)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    tmp.chmod(0o755)
     try:
         build(tmp)
-        (tmp / MARKER).write_text(json.dumps({"settings": key, "files": folder_hashes(tmp)}))   # last
-        try: os.replace(tmp, folder)
-        except OSError:                                  # another process finished first: keep theirs if it is complete
-            if not folder_is_complete(folder, key): raise
+        (tmp / MARKER).write_text(
+            json.dumps({"settings": key, "files": folder_hashes(tmp)})
+        )  # last
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process finished first: keep theirs if it is complete
+            if not folder_is_complete(folder, key):
+                raise
     finally:
-        if tmp.exists(): shutil.rmtree(tmp, ignore_errors=True)
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
     return folder

@@ -19,15 +19,22 @@ __all__ = ['Component', 'Question', 'parse_question', 'load_questions', 'benchma
 @dataclass(frozen=True)
 class Component:
     "One answer component: a part of the gold answer and the chapter passages that support it."
-    text: str                    # the part of the gold answer
-    contexts: tuple[str, ...]    # passages copied from the chapter; empty when the author found none
-    explicit: bool               # False when the passages only imply the answer (or there are none)
-    extraneous: bool             # True when the author judged this part beside the point of the question
+
+    text: str  # the part of the gold answer
+    contexts: tuple[
+        str, ...
+    ]  # passages copied from the chapter; empty when the author found none
+    explicit: bool  # False when the passages only imply the answer (or there are none)
+    extraneous: (
+        bool  # True when the author judged this part beside the point of the question
+    )
+
 
 @dataclass(frozen=True)
 class Question:
     "A validated fastbook-benchmark question: id, chapter, wording, gold answer and answer components."
-    qid: str                     # f"{chapter}_{number}", e.g. "4_20"
+
+    qid: str  # f"{chapter}_{number}", e.g. "4_20"
     chapter: int
     number: int
     text: str
@@ -43,53 +50,101 @@ class Question:
 # %% ../nbs/10_fastbook_benchmark.ipynb #2e44658a
 def _flag(value, field: str, where: str) -> bool:
     "A benchmark flag ('true'/'false' strings, or booleans) as a bool."
-    if isinstance(value, bool): return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"): return value.strip().lower() == "true"
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
     raise ValueError(f"{where}: {field} must be 'true' or 'false', got {value!r}")
+
 
 def parse_question(entry: dict, index: int | None = None) -> Question:
     "Check one raw benchmark entry and return it as a `Question`; ValueError naming the question if malformed."
     where = f"benchmark entry #{index}" if index is not None else "benchmark entry"
-    if not isinstance(entry, dict): raise ValueError(f"{where}: expected a dict, got {type(entry).__name__}")
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected a dict, got {type(entry).__name__}")
     ch, num = entry.get("chapter"), entry.get("question_number")
-    if isinstance(ch, int) and isinstance(num, int) and not isinstance(ch, bool): where = f"question {ch}_{num} ({where})"
+    if isinstance(ch, int) and isinstance(num, int) and not isinstance(ch, bool):
+        where = f"question {ch}_{num} ({where})"
     if not isinstance(ch, int) or isinstance(ch, bool) or ch not in FASTBOOK_CHAPTERS:
-        raise ValueError(f"{where}: unknown chapter {ch!r}; the benchmark covers chapters {sorted(FASTBOOK_CHAPTERS)}")
+        raise ValueError(
+            f"{where}: unknown chapter {ch!r}; the benchmark covers chapters {sorted(FASTBOOK_CHAPTERS)}"
+        )
     if not isinstance(num, int) or isinstance(num, bool) or num < 1:
-        raise ValueError(f"{where}: question_number must be a positive int, got {num!r}")
+        raise ValueError(
+            f"{where}: question_number must be a positive int, got {num!r}"
+        )
     text = entry.get("question_text")
-    if not isinstance(text, str) or not text.strip(): raise ValueError(f"{where}: question_text is missing or empty")
-    if "answer_context" not in entry: raise ValueError(f"{where}: missing 'answer_context'")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{where}: question_text is missing or empty")
+    if "answer_context" not in entry:
+        raise ValueError(f"{where}: missing 'answer_context'")
     acs = entry["answer_context"]
     if not isinstance(acs, list) or not acs:
-        raise ValueError(f"{where}: 'answer_context' must be a non-empty list, got {type(acs).__name__} {acs!r:.40}")
+        raise ValueError(
+            f"{where}: 'answer_context' must be a non-empty list, got {type(acs).__name__} {acs!r:.40}"
+        )
     comps = []
     for i, ac in enumerate(acs):
         w = f"{where}, answer_context[{i}]"
-        if not isinstance(ac, dict): raise ValueError(f"{w}: expected a dict, got {type(ac).__name__}")
-        if "context" not in ac: raise ValueError(f"{w}: missing 'context'")
+        if not isinstance(ac, dict):
+            raise ValueError(f"{w}: expected a dict, got {type(ac).__name__}")
+        if "context" not in ac:
+            raise ValueError(f"{w}: missing 'context'")
         ctx = ac["context"]
-        if not isinstance(ctx, list): raise ValueError(f"{w}: 'context' must be a list of strings, got {type(ctx).__name__}")
+        if not isinstance(ctx, list):
+            raise ValueError(
+                f"{w}: 'context' must be a list of strings, got {type(ctx).__name__}"
+            )
         for j, c in enumerate(ctx):
             if not isinstance(c, str) or not c.strip():
-                raise ValueError(f"{w}: context[{j}] must be a non-empty string (an empty one would match every chunk)")
-        comp_text = ac.get("answer_component", "")  # 6 components are lists of strings: join them
-        if isinstance(comp_text, list) and all(isinstance(t, str) for t in comp_text): comp_text = "\n".join(comp_text)
-        if not isinstance(comp_text, str): raise ValueError(f"{w}: answer_component must be a string or a list of strings")
-        comps.append(Component(comp_text, tuple(ctx), _flag(ac.get("explicit_context", "true"), "explicit_context", w),
-                               _flag(ac.get("extraneous_answer", "false"), "extraneous_answer", w)))
-    qctx = tuple(c for qc in entry.get("question_context") or [] for c in (qc.get("context") or []))
-    return Question(f"{ch}_{num}", ch, num, text, str(entry.get("gold_standard_answer", "")), tuple(comps), qctx)
+                raise ValueError(
+                    f"{w}: context[{j}] must be a non-empty string (an empty one would match every chunk)"
+                )
+        comp_text = ac.get(
+            "answer_component", ""
+        )  # 6 components are lists of strings: join them
+        if isinstance(comp_text, list) and all(isinstance(t, str) for t in comp_text):
+            comp_text = "\n".join(comp_text)
+        if not isinstance(comp_text, str):
+            raise ValueError(
+                f"{w}: answer_component must be a string or a list of strings"
+            )
+        comps.append(
+            Component(
+                comp_text,
+                tuple(ctx),
+                _flag(ac.get("explicit_context", "true"), "explicit_context", w),
+                _flag(ac.get("extraneous_answer", "false"), "extraneous_answer", w),
+            )
+        )
+    qctx = tuple(
+        c
+        for qc in entry.get("question_context") or []
+        for c in (qc.get("context") or [])
+    )
+    return Question(
+        f"{ch}_{num}",
+        ch,
+        num,
+        text,
+        str(entry.get("gold_standard_answer", "")),
+        tuple(comps),
+        qctx,
+    )
+
 
 def load_questions(benchmark: dict | None = None) -> list[Question]:
     "The 191 benchmark questions as validated `Question`s (from `irbook.data.load_benchmark()` unless given)."
     benchmark = load_benchmark() if benchmark is None else benchmark
-    if not isinstance(benchmark, dict) or not isinstance(benchmark.get("questions"), list):
+    if not isinstance(benchmark, dict) or not isinstance(
+        benchmark.get("questions"), list
+    ):
         raise ValueError("benchmark must be a dict with a 'questions' list")
     out, seen = [], set()
     for i, entry in enumerate(benchmark["questions"]):
         q = parse_question(entry, i)
-        if q.qid in seen: raise ValueError(f"question {q.qid} (benchmark entry #{i}) appears twice")
+        if q.qid in seen:
+            raise ValueError(f"question {q.qid} (benchmark entry #{i}) appears twice")
         seen.add(q.qid)
         out.append(q)
     return out
@@ -99,11 +154,17 @@ def benchmark_stats(questions: list[Question]) -> pd.DataFrame:
     "Per-chapter counts (questions, components, empty, implicit, extraneous, unanswerable) with a total row."
     rows = []
     for q in questions:
-        rows.append(dict(chapter=q.chapter, questions=1, components=len(q.components),
-                         empty=sum(not c.contexts for c in q.components),
-                         implicit=sum(not c.explicit for c in q.components),
-                         extraneous=sum(c.extraneous for c in q.components),
-                         unanswerable=int(not q.answerable)))
+        rows.append(
+            dict(
+                chapter=q.chapter,
+                questions=1,
+                components=len(q.components),
+                empty=sum(not c.contexts for c in q.components),
+                implicit=sum(not c.explicit for c in q.components),
+                extraneous=sum(c.extraneous for c in q.components),
+                unanswerable=int(not q.answerable),
+            )
+        )
     df = pd.DataFrame(rows).groupby("chapter").sum()
     df.loc["total"] = df.sum()
     return df
@@ -114,29 +175,39 @@ def normalize(text: str) -> str:
     "Text as the benchmark compares it: `ftfy.fix_text` applied (cached, since chunks are compared many times)."
     return fix_text(text)
 
+
 def _as_question(question) -> Question:
     return question if isinstance(question, Question) else parse_question(question)
 
+
 def _check_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1: raise ValueError(f"k must be a positive int, got {k!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
     return k
+
 
 def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
     "Per component, the 1-based rank of the first of the top-`k` texts holding one of its contexts (0: not found)."
     q, k = _as_question(question), _check_k(k)
     if isinstance(retrieved, str) or not all(isinstance(t, str) for t in retrieved):
-        raise ValueError(f"question {q.qid}: retrieved must be a list of chunk texts (str)")
+        raise ValueError(
+            f"question {q.qid}: retrieved must be a list of chunk texts (str)"
+        )
     texts = [normalize(t) for t in list(retrieved)[:k]]
     ranks = []
     for comp in q.components:
         ctxs = [normalize(c) for c in comp.contexts]
-        ranks.append(next((r for r, t in enumerate(texts, 1) if any(c in t for c in ctxs)), 0))
+        ranks.append(
+            next((r for r, t in enumerate(texts, 1) if any(c in t for c in ctxs)), 0)
+        )
     return ranks
+
 
 def modified_mrr(retrieved: list[str], question, k: int = 10) -> float:
     "1 / the rank by which every answer component has been found in the top `k` texts; 0 if one never is."
     ranks = first_hits(retrieved, question, k)
     return 0.0 if 0 in ranks else 1.0 / max(ranks)
+
 
 def modified_recall(retrieved: list[str], question, k: int = 10) -> float:
     "The share of answer components found (one of their contexts contained) in the top `k` texts."
@@ -147,9 +218,11 @@ def modified_recall(retrieved: list[str], question, k: int = 10) -> float:
 def _text(chunk) -> str:
     return chunk if isinstance(chunk, str) else chunk.text
 
+
 def ranked_ids(scores: dict) -> list:
     "Chunk ids of one query's run, best first (score descending, ties by chunk id)."
     return [d for d, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
+
 
 def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
     "Modified MRR@k and Recall@k of every question for a run {qid: {chunk_id: score}} (DataFrame, index qid)."
@@ -158,23 +231,38 @@ def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataF
     for q in map(_as_question, questions):
         ids = ranked_ids(run.get(q.qid, {}))[:k]
         missing = [i for i in ids if i not in chunks]
-        if missing: raise ValueError(f"question {q.qid}: run returns chunk id {missing[0]!r}, which is not in chunks")
+        if missing:
+            raise ValueError(
+                f"question {q.qid}: run returns chunk id {missing[0]!r}, which is not in chunks"
+            )
         ranks = first_hits([_text(chunks[i]) for i in ids], q, k)
-        rows.append(dict(qid=q.qid, chapter=q.chapter, mrr=0.0 if 0 in ranks else 1.0 / max(ranks),
-                         recall=sum(r > 0 for r in ranks) / len(ranks)))
-    return pd.DataFrame(rows, columns=["qid", "chapter", "mrr", "recall"]).set_index("qid")
+        rows.append(
+            dict(
+                qid=q.qid,
+                chapter=q.chapter,
+                mrr=0.0 if 0 in ranks else 1.0 / max(ranks),
+                recall=sum(r > 0 for r in ranks) / len(ranks),
+            )
+        )
+    return pd.DataFrame(rows, columns=["qid", "chapter", "mrr", "recall"]).set_index(
+        "qid"
+    )
 
 # %% ../nbs/10_fastbook_benchmark.ipynb #6d13885a
 def matching_chunks(question, chunks: dict) -> list[set]:
     "For each component of `question`, the ids of the chunks (of its chapter) that contain one of its contexts."
     q = _as_question(question)
-    texts = {cid: normalize(_text(c)) for cid, c in chunks.items()
-             if getattr(c, "chapter", q.chapter) == q.chapter}
+    texts = {
+        cid: normalize(_text(c))
+        for cid, c in chunks.items()
+        if getattr(c, "chapter", q.chapter) == q.chapter
+    }
     out = []
     for comp in q.components:
         ctxs = [normalize(c) for c in comp.contexts]
         out.append({cid for cid, t in texts.items() if any(c in t for c in ctxs)})
     return out
+
 
 def contexts_to_qrels(questions: list, chunks: dict, graded: bool = False) -> dict:
     "Qrels {qid: {chunk_id: label}}: a chunk is relevant if it holds a context (label = #components if graded)."
@@ -182,6 +270,8 @@ def contexts_to_qrels(questions: list, chunks: dict, graded: bool = False) -> di
     for q in map(_as_question, questions):
         labels = {}
         for ids in matching_chunks(q, chunks):
-            for cid in ids: labels[cid] = labels.get(cid, 0) + 1 if graded else 1
-        if labels: qrels[q.qid] = dict(sorted(labels.items()))
+            for cid in ids:
+                labels[cid] = labels.get(cid, 0) + 1 if graded else 1
+        if labels:
+            qrels[q.qid] = dict(sorted(labels.items()))
     return qrels

@@ -24,8 +24,12 @@ def split_questions(questions: list, held_out) -> tuple[list, list]:
     "Questions of the training chapters and of the `held_out` chapters: (train, test); ValueError on an unknown or empty split."
     held = set(held_out)
     chapters = {q.chapter for q in questions}
-    if not held or held - chapters: raise ValueError(f"held_out must be chapters among {sorted(chapters)}, got {sorted(held)}")
-    if held == chapters: raise ValueError("held_out covers every chapter: nothing left to train on")
+    if not held or held - chapters:
+        raise ValueError(
+            f"held_out must be chapters among {sorted(chapters)}, got {sorted(held)}"
+        )
+    if held == chapters:
+        raise ValueError("held_out covers every chapter: nothing left to train on")
     train = [q for q in questions if q.chapter not in held]
     test = [q for q in questions if q.chapter in held]
     assert not {q.qid for q in train} & {q.qid for q in test}
@@ -38,42 +42,99 @@ def question_pairs(questions: list, chunks: dict) -> pd.DataFrame:
     for q in questions:
         pos = sorted(set().union(*matching_chunks(q, chunks)))
         for cid in pos:
-            rows.append({"qid": q.qid, "chapter": q.chapter, "source": "benchmark", "anchor": q.text,
-                         "pos_id": cid, "positive": chunks[cid].text, "n_pos": len(pos)})
-    return pd.DataFrame(rows, columns=["qid", "chapter", "source", "anchor", "pos_id", "positive", "n_pos"])
+            rows.append(
+                {
+                    "qid": q.qid,
+                    "chapter": q.chapter,
+                    "source": "benchmark",
+                    "anchor": q.text,
+                    "pos_id": cid,
+                    "positive": chunks[cid].text,
+                    "n_pos": len(pos),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=["qid", "chapter", "source", "anchor", "pos_id", "positive", "n_pos"],
+    )
+
 
 def pseudo_pairs(chapters, chunks: dict, n: int, seed: int = 0) -> pd.DataFrame:
     "Up to `n` corpus-made pairs (irbook.search.colbert.pseudo_queries) of `chapters`, positive = the chunk holding the query sentence."
     from irbook.search.colbert import pseudo_queries
-    if n <= 0: return question_pairs([], chunks)
-    texts = {cid: " ".join(normalize(c.text).split()) for cid, c in chunks.items() if c.chapter in set(chapters)}
+
+    if n <= 0:
+        return question_pairs([], chunks)
+    texts = {
+        cid: " ".join(normalize(c.text).split())
+        for cid, c in chunks.items()
+        if c.chapter in set(chapters)
+    }
     rows = []
     for i, (query, _) in enumerate(pseudo_queries(tuple(sorted(chapters)), seed=seed)):
         flat = " ".join(normalize(query).split())
         pos = sorted(cid for cid, t in texts.items() if flat in t)
-        if len(pos) != 1: continue          # sentence repeated in the book or cut by a chunk boundary: skip
+        if len(pos) != 1:
+            continue  # sentence repeated in the book or cut by a chunk boundary: skip
         c = chunks[pos[0]]
-        rows.append({"qid": f"pq{i:04d}", "chapter": c.chapter, "source": "pseudo", "anchor": query,
-                     "pos_id": c.id, "positive": c.text, "n_pos": 1})
-        if len(rows) == n: break
-    return pd.DataFrame(rows, columns=["qid", "chapter", "source", "anchor", "pos_id", "positive", "n_pos"])
+        rows.append(
+            {
+                "qid": f"pq{i:04d}",
+                "chapter": c.chapter,
+                "source": "pseudo",
+                "anchor": query,
+                "pos_id": c.id,
+                "positive": c.text,
+                "n_pos": 1,
+            }
+        )
+        if len(rows) == n:
+            break
+    return pd.DataFrame(
+        rows,
+        columns=["qid", "chapter", "source", "anchor", "pos_id", "positive", "n_pos"],
+    )
 
 # %% ../nbs/33_finetuning.ipynb #7d5602cd
-def filter_pairs(pairs: pd.DataFrame, questions: list, chunks: dict, threshold: float = 0.97, encoder=None,
-                 summary: Summary | None = None) -> tuple[pd.DataFrame, Summary]:
+def filter_pairs(
+    pairs: pd.DataFrame,
+    questions: list,
+    chunks: dict,
+    threshold: float = 0.97,
+    encoder=None,
+    summary: Summary | None = None,
+) -> tuple[pd.DataFrame, Summary]:
     "Drop pairs of questions with more than one positive chunk (irbook.noise.positive_counts) and both members of near-duplicate anchors (irbook.noise.near_duplicates)."
     from irbook.noise import embed, near_duplicates, positive_counts
+
     summary = summary or Summary()
     pc = positive_counts([q for q in questions if q.qid in set(pairs.qid)], chunks)
     multi = set(pc.index[pc.n_pos > 1])
     summary.add("filter", "pairs in", len(pairs))
-    summary.add("filter", "questions with > 1 positive chunk (all their pairs dropped)", len(multi), min(multi) if multi else None)
+    summary.add(
+        "filter",
+        "questions with > 1 positive chunk (all their pairs dropped)",
+        len(multi),
+        min(multi) if multi else None,
+    )
     kept = pairs[~pairs.qid.isin(multi)]
     anchors = kept.drop_duplicates("qid")
-    dups = near_duplicates(embed(list(anchors.anchor), encoder), list(anchors.qid), threshold)
+    dups = near_duplicates(
+        embed(list(anchors.anchor), encoder), list(anchors.qid), threshold
+    )
     gone = set(dups.a) | set(dups.b)
-    summary.add("filter", f"near-duplicate anchor pairs (cosine >= {threshold})", len(dups), dups.a.iloc[0] if len(dups) else None)
-    summary.add("filter", "anchors removed (both of each pair)", len(gone), min(gone) if gone else None)
+    summary.add(
+        "filter",
+        f"near-duplicate anchor pairs (cosine >= {threshold})",
+        len(dups),
+        dups.a.iloc[0] if len(dups) else None,
+    )
+    summary.add(
+        "filter",
+        "anchors removed (both of each pair)",
+        len(gone),
+        min(gone) if gone else None,
+    )
     kept = kept[~kept.qid.isin(gone)].reset_index(drop=True)
     summary.add("filter", "pairs kept", len(kept))
     return kept, summary
@@ -82,72 +143,127 @@ def filter_pairs(pairs: pd.DataFrame, questions: list, chunks: dict, threshold: 
 @dataclass(frozen=True)
 class FinetuneSettings:
     "Everything that determines a fine-tuned model: base, held-out chapters, training data, loss and schedule."
+
     base: str = MINILM
     held_out: tuple = (9, 10, 13)
-    group: int = 3                     # chunks of `group` paragraphs with their header (irbook.chunking "group")
-    pseudo: int = 0                    # pseudo-query pairs of the training chapters added to the benchmark pairs
-    filtered: bool = False             # drop multi-positive questions and near-duplicate anchors
-    negatives: str | None = None       # mine one hard negative per pair with irbook.negatives (method name) or not
-    loss: str = "mnrl"                 # "mnrl" or "cached" (CachedMultipleNegativesRankingLoss)
-    mini_batch: int = 8                # CachedMNRL's mini-batch
+    group: int = (
+        3  # chunks of `group` paragraphs with their header (irbook.chunking "group")
+    )
+    pseudo: int = (
+        0  # pseudo-query pairs of the training chapters added to the benchmark pairs
+    )
+    filtered: bool = False  # drop multi-positive questions and near-duplicate anchors
+    negatives: str | None = (
+        None  # mine one hard negative per pair with irbook.negatives (method name) or not
+    )
+    loss: str = "mnrl"  # "mnrl" or "cached" (CachedMultipleNegativesRankingLoss)
+    mini_batch: int = 8  # CachedMNRL's mini-batch
     batch_size: int = 16
     epochs: int = 1
     lr: float = 5e-5
     warmup: float = 0.1
     max_seq_length: int = 128
-    max_pairs: int | None = None       # cap on the training pairs (tiny test runs)
+    max_pairs: int | None = None  # cap on the training pairs (tiny test runs)
     seed: int = 0
 
     def digest(self) -> str:
         "SHA-256 of the settings and the sentence-transformers version, hex."
         import hashlib
         from importlib.metadata import version
-        blob = json.dumps({**asdict(self), "held_out": sorted(self.held_out),
-                           "sentence-transformers": version("sentence-transformers")}, sort_keys=True)
+
+        blob = json.dumps(
+            {
+                **asdict(self),
+                "held_out": sorted(self.held_out),
+                "sentence-transformers": version("sentence-transformers"),
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def key(self) -> str:
         "Folder name in the cache: base model name plus a short hash of the settings."
-        return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.base).name) + "-ft-" + self.digest()[:12]
+        return (
+            re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.base).name)
+            + "-ft-"
+            + self.digest()[:12]
+        )
 
     @property
     def train_chapters(self) -> tuple:
         "The chapters whose questions (and text) may be trained on."
-        return tuple(c for c in sorted(FASTBOOK_CHAPTERS) if c not in set(self.held_out))
+        return tuple(
+            c for c in sorted(FASTBOOK_CHAPTERS) if c not in set(self.held_out)
+        )
 
 # %% ../nbs/33_finetuning.ipynb #41e8b77a
-def training_set(s: FinetuneSettings, questions: list | None = None, chunks: dict | None = None,
-                 summary: Summary | None = None) -> tuple[pd.DataFrame, Summary]:
+def training_set(
+    s: FinetuneSettings,
+    questions: list | None = None,
+    chunks: dict | None = None,
+    summary: Summary | None = None,
+) -> tuple[pd.DataFrame, Summary]:
     "The training pairs for `s`: benchmark questions of the training chapters (+ pseudo-queries), filtered and with mined negatives if asked."
     from irbook.fastbook import load_questions
     from irbook.chunking import chunk_book
+
     summary = summary or Summary()
     questions = load_questions() if questions is None else questions
     train_qs, _ = split_questions(questions, s.held_out)
-    chunks = chunk_book("group", chapters=list(s.train_chapters), n=s.group) if chunks is None else \
-             {cid: c for cid, c in chunks.items() if c.chapter in set(s.train_chapters)}
-    pairs = pd.concat([question_pairs(train_qs, chunks), pseudo_pairs(s.train_chapters, chunks, s.pseudo, s.seed)],
-                      ignore_index=True)
+    chunks = (
+        chunk_book("group", chapters=list(s.train_chapters), n=s.group)
+        if chunks is None
+        else {cid: c for cid, c in chunks.items() if c.chapter in set(s.train_chapters)}
+    )
+    pairs = pd.concat(
+        [
+            question_pairs(train_qs, chunks),
+            pseudo_pairs(s.train_chapters, chunks, s.pseudo, s.seed),
+        ],
+        ignore_index=True,
+    )
     summary.add("pairs", "benchmark questions of the training chapters", len(train_qs))
-    summary.add("pairs", "benchmark pairs (question, positive chunk)", int((pairs.source == "benchmark").sum()))
+    summary.add(
+        "pairs",
+        "benchmark pairs (question, positive chunk)",
+        int((pairs.source == "benchmark").sum()),
+    )
     summary.add("pairs", "pseudo-query pairs", int((pairs.source == "pseudo").sum()))
-    if s.filtered: pairs, summary = filter_pairs(pairs, train_qs, chunks, summary=summary)
+    if s.filtered:
+        pairs, summary = filter_pairs(pairs, train_qs, chunks, summary=summary)
     if s.negatives:
         from irbook.negatives import mine_negatives
+
         pos = pairs.groupby("qid").pos_id.agg(set).to_dict()
         by_chapter = pairs.groupby("qid").chapter.first()
-        same_chapter = {q: {cid for cid, c in chunks.items() if c.chapter == ch} for q, ch in by_chapter.items()}
-        negs, summary = mine_negatives(dict(zip(pairs.qid, pairs.anchor)), pos, {cid: c.text for cid, c in chunks.items()},
-                                       n=1, method=s.negatives, filter=same_chapter, summary=summary)
+        same_chapter = {
+            q: {cid for cid, c in chunks.items() if c.chapter == ch}
+            for q, ch in by_chapter.items()
+        }
+        negs, summary = mine_negatives(
+            dict(zip(pairs.qid, pairs.anchor)),
+            pos,
+            {cid: c.text for cid, c in chunks.items()},
+            n=1,
+            method=s.negatives,
+            filter=same_chapter,
+            summary=summary,
+        )
         pairs = pairs.assign(neg_id=[(negs.get(q) or [None])[0] for q in pairs.qid])
-        summary.add("negatives", "pairs without a mined negative (dropped)", int(pairs.neg_id.isna().sum()))
+        summary.add(
+            "negatives",
+            "pairs without a mined negative (dropped)",
+            int(pairs.neg_id.isna().sum()),
+        )
         pairs = pairs.dropna(subset=["neg_id"]).reset_index(drop=True)
         pairs["negative"] = [chunks[c].text for c in pairs.neg_id]
     pairs = pairs.sample(frac=1, random_state=s.seed).reset_index(drop=True)
-    if s.max_pairs: pairs = pairs.head(s.max_pairs)
+    if s.max_pairs:
+        pairs = pairs.head(s.max_pairs)
     summary.add("pairs", "training pairs", len(pairs))
     leak = set(pairs.chapter) & set(s.held_out)
-    if leak: raise AssertionError(f"training pairs from held-out chapters {sorted(leak)}")
+    if leak:
+        raise AssertionError(f"training pairs from held-out chapters {sorted(leak)}")
     return pairs, summary
 
 # %% ../nbs/33_finetuning.ipynb #dd4cfb51
@@ -155,83 +271,170 @@ def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) 
     "Fine-tune `s.base` on `pairs` (anchor, positive[, negative]) with (Cached)MNRL, seeded, no duplicate texts in a batch; save to `out`; wall and CPU seconds."
     import torch, transformers
     from datasets import Dataset
-    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-    from sentence_transformers.losses import CachedMultipleNegativesRankingLoss, MultipleNegativesRankingLoss
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.losses import (
+        CachedMultipleNegativesRankingLoss,
+        MultipleNegativesRankingLoss,
+    )
     from sentence_transformers.training_args import BatchSamplers
-    if s.loss not in ("mnrl", "cached"): raise ValueError(f"loss must be 'mnrl' or 'cached', got {s.loss!r}")
-    if len(pairs) < 2: raise ValueError(f"need at least 2 training pairs, got {len(pairs)}")
+
+    if s.loss not in ("mnrl", "cached"):
+        raise ValueError(f"loss must be 'mnrl' or 'cached', got {s.loss!r}")
+    if len(pairs) < 2:
+        raise ValueError(f"need at least 2 training pairs, got {len(pairs)}")
     transformers.set_seed(s.seed)
     model = SentenceTransformer(resolve_model(s.base), device="cpu")
     model.max_seq_length = s.max_seq_length
     cols = ["anchor", "positive"] + (["negative"] if "negative" in pairs else [])
     data = Dataset.from_dict({c: list(pairs[c]) for c in cols})
-    loss = (MultipleNegativesRankingLoss(model) if s.loss == "mnrl"
-            else CachedMultipleNegativesRankingLoss(model, mini_batch_size=s.mini_batch, show_progress_bar=False))
+    loss = (
+        MultipleNegativesRankingLoss(model)
+        if s.loss == "mnrl"
+        else CachedMultipleNegativesRankingLoss(
+            model, mini_batch_size=s.mini_batch, show_progress_bar=False
+        )
+    )
     work = tempfile.mkdtemp(prefix="irbook-trainer-")
     try:
         args = SentenceTransformerTrainingArguments(
-            output_dir=work, num_train_epochs=s.epochs, per_device_train_batch_size=s.batch_size, learning_rate=s.lr,
-            warmup_ratio=s.warmup, seed=s.seed, data_seed=s.seed, batch_sampler=BatchSamplers.NO_DUPLICATES,
-            save_strategy="no", report_to="none", logging_steps=1, use_cpu=True, disable_tqdm=not progress)
-        trainer = SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=loss)
-        if not progress: trainer.remove_callback(transformers.trainer_callback.PrinterCallback)  # no loss dicts printed
+            output_dir=work,
+            num_train_epochs=s.epochs,
+            per_device_train_batch_size=s.batch_size,
+            learning_rate=s.lr,
+            warmup_ratio=s.warmup,
+            seed=s.seed,
+            data_seed=s.seed,
+            batch_sampler=BatchSamplers.NO_DUPLICATES,
+            save_strategy="no",
+            report_to="none",
+            logging_steps=1,
+            use_cpu=True,
+            disable_tqdm=not progress,
+        )
+        trainer = SentenceTransformerTrainer(
+            model=model, args=args, train_dataset=data, loss=loss
+        )
+        if not progress:
+            trainer.remove_callback(
+                transformers.trainer_callback.PrinterCallback
+            )  # no loss dicts printed
         t0, c0 = time.perf_counter(), time.process_time()
         trainer.train()
         secs, cpu = time.perf_counter() - t0, time.process_time() - c0
-    finally: shutil.rmtree(work, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     model.save(str(out))
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    return {"seconds": secs, "cpu_seconds": cpu, "steps": trainer.state.global_step, "losses": losses, "pairs": len(pairs),
-            "torch_threads": torch.get_num_threads()}
+    return {
+        "seconds": secs,
+        "cpu_seconds": cpu,
+        "steps": trainer.state.global_step,
+        "losses": losses,
+        "pairs": len(pairs),
+        "torch_threads": torch.get_num_threads(),
+    }
 
 # %% ../nbs/33_finetuning.ipynb #baabdeb9
-def finetuned_model(s: FinetuneSettings | None = None, root=None, rebuild: bool = False, progress: bool = True,
-                    questions: list | None = None, chunks: dict | None = None) -> Path:
+def finetuned_model(
+    s: FinetuneSettings | None = None,
+    root=None,
+    rebuild: bool = False,
+    progress: bool = True,
+    questions: list | None = None,
+    chunks: dict | None = None,
+) -> Path:
     "Folder of the model fine-tuned with `s`: from the cache if complete, else trained (seeded) and saved atomically with its log."
     s = s or FinetuneSettings()
     folder = Path(root) if root else cache_dir() / "models" / s.key()
+
     def build(tmp: Path):
         summary = Summary()
         pairs, summary = training_set(s, questions, chunks, summary)
         log = train(s, pairs, tmp, progress)
         counts = summary.frame().drop(columns="example").to_dict("records")
-        (tmp / "irbook-train.json").write_text(json.dumps({"settings": {**asdict(s), "held_out": sorted(s.held_out)},
-                                                           "summary": counts, "train_qids": sorted(set(pairs.qid)), **log}))
+        (tmp / "irbook-train.json").write_text(
+            json.dumps(
+                {
+                    "settings": {**asdict(s), "held_out": sorted(s.held_out)},
+                    "summary": counts,
+                    "train_qids": sorted(set(pairs.qid)),
+                    **log,
+                }
+            )
+        )
+
     return build_folder(folder, s.digest(), build, rebuild)
+
 
 def training_log(folder) -> dict:
     "The settings, counts, training question ids, losses and seconds saved beside a model built by `finetuned_model`."
     return json.loads((Path(folder) / "irbook-train.json").read_text())
 
 # %% ../nbs/33_finetuning.ipynb #2dac5f6f
-EVAL_SEQ = 256   # every model reads the same 256 word pieces of a chunk at evaluation, whatever it was trained with
+EVAL_SEQ = 256  # every model reads the same 256 word pieces of a chunk at evaluation, whatever it was trained with
 
-def evaluate_model(model, questions: list, chunks: dict, ks=(1, 5, 10), progress: bool = True) -> pd.DataFrame:
+
+def evaluate_model(
+    model, questions: list, chunks: dict, ks=(1, 5, 10), progress: bool = True
+) -> pd.DataFrame:
     "Per question, searched in its own chapter with `model` (name or folder): Recall@k on the context qrels and Modified MRR@10 / Recall@10."
     from irbook.metrics import evaluate
     from irbook.search.dense import DenseRetriever, Encoder
     from irbook.search.fulltext import chapter_filter
+
     chapters = {q.chapter for q in questions}
     chunks = {cid: c for cid, c in chunks.items() if c.chapter in chapters}
-    retriever = DenseRetriever(encoder=Encoder(str(model), progress=progress, max_seq_length=EVAL_SEQ))
+    retriever = DenseRetriever(
+        encoder=Encoder(str(model), progress=progress, max_seq_length=EVAL_SEQ)
+    )
     run = retriever.index({cid: c.text for cid, c in chunks.items()}).search(
-        {q.qid: q.text for q in questions}, k=max(10, *ks), filter=chapter_filter(questions, chunks))
+        {q.qid: q.text for q in questions},
+        k=max(10, *ks),
+        filter=chapter_filter(questions, chunks),
+    )
     qrels = contexts_to_qrels(questions, chunks)
-    rec = evaluate(qrels, run, [f"recall@{k}" for k in ks], per_query=True, make_comparable=True)
+    rec = evaluate(
+        qrels, run, [f"recall@{k}" for k in ks], per_query=True, make_comparable=True
+    )
     mod = score_run(run, chunks, questions, k=10)
-    out = mod[["chapter"]].join(rec.rename(columns=lambda c: c.replace("recall", "Recall")))
-    return out.assign(**{"MRR@10": mod.mrr, "Modified Recall@10": mod.recall}).fillna(0.0)
+    out = mod[["chapter"]].join(
+        rec.rename(columns=lambda c: c.replace("recall", "Recall"))
+    )
+    return out.assign(**{"MRR@10": mod.mrr, "Modified Recall@10": mod.recall}).fillna(
+        0.0
+    )
 
 # %% ../nbs/33_finetuning.ipynb #8bf70cbf
-def paired_differences(per_query: dict, base: str = "base", metrics=("Recall@1", "Recall@5", "Recall@10", "MRR@10"),
-                       B: int = 10_000, seed: int = 0) -> pd.DataFrame:
+def paired_differences(
+    per_query: dict,
+    base: str = "base",
+    metrics=("Recall@1", "Recall@5", "Recall@10", "MRR@10"),
+    B: int = 10_000,
+    seed: int = 0,
+) -> pd.DataFrame:
     "Mean difference of every model against `base` per metric, over the same questions, with its paired bootstrap 95% interval and p."
     from irbook.stats import paired_bootstrap
+
     rows = []
     for name, df in per_query.items():
-        if name == base: continue
+        if name == base:
+            continue
         for m in metrics:
             r = paired_bootstrap(df[m], per_query[base][m], B=B, seed=seed)
-            rows.append({"model": name, "metric": m, base: per_query[base][m].mean(), "model score": df[m].mean(),
-                         "difference": r.mean, "low": r.low, "high": r.high, "p": r.p})
+            rows.append(
+                {
+                    "model": name,
+                    "metric": m,
+                    base: per_query[base][m].mean(),
+                    "model score": df[m].mean(),
+                    "difference": r.mean,
+                    "low": r.low,
+                    "high": r.high,
+                    "p": r.p,
+                }
+            )
     return pd.DataFrame(rows).set_index(["model", "metric"])

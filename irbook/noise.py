@@ -11,7 +11,15 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .fastbook import matching_chunks, normalize, ranked_ids
-from .synthetic import (LLMClient, LLMError, LLMReplyError, QAPair, Summary, _flat, llm_config)
+from irbook.synthetic import (
+    LLMClient,
+    LLMError,
+    LLMReplyError,
+    QAPair,
+    Summary,
+    _flat,
+    llm_config,
+)
 
 # %% auto #0
 __all__ = ['JUDGE_LABELS', 'JUDGE_SCHEMA', 'JUDGE_PROMPT', 'map_citation', 'map_pairs', 'embed', 'near_duplicates',
@@ -21,48 +29,96 @@ __all__ = ['JUDGE_LABELS', 'JUDGE_SCHEMA', 'JUDGE_PROMPT', 'map_citation', 'map_
 # %% ../nbs/31_label_noise.ipynb #4a804da7
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9`*\[(])")
 
-def map_citation(citation: str, chunks: dict, chapter: int | None = None, min_ratio: float = 90,
-                 min_len: int = 40) -> dict:
+
+def map_citation(
+    citation: str,
+    chunks: dict,
+    chapter: int | None = None,
+    min_ratio: float = 90,
+    min_len: int = 40,
+) -> dict:
     "The chunks (of `chapter`, if given) holding `citation`: {chunk_id: score 0-100}: exact, else partial_ratio >= min_ratio, else per sentence."
     from rapidfuzz import fuzz
+
     c = _flat(citation)
-    if not c: return {}
-    cands = {cid: _flat(getattr(ch, "text", ch)) for cid, ch in chunks.items()
-             if chapter is None or getattr(ch, "chapter", chapter) == chapter}
+    if not c:
+        return {}
+    cands = {
+        cid: _flat(getattr(ch, "text", ch))
+        for cid, ch in chunks.items()
+        if chapter is None or getattr(ch, "chapter", chapter) == chapter
+    }
+
     def one(c):
         exact = {cid: 100.0 for cid, t in cands.items() if c in t}
-        if exact: return exact
+        if exact:
+            return exact
         out = {}
         for cid, t in cands.items():
-            if len(t) < len(c) and len(t) < min_len: continue
+            if len(t) < len(c) and len(t) < min_len:
+                continue
             s = fuzz.partial_ratio(c, t, score_cutoff=min_ratio)
-            if s: out[cid] = float(s)
+            if s:
+                out[cid] = float(s)
         return out
+
     found = one(c)
-    if found: return found
-    for sent in _SENTENCE.split(c):  # spans a chunk boundary? map its sentences one by one
-        if len(sent) < min_len or sent == c: continue
-        for cid, s in one(sent).items(): found[cid] = max(s, found.get(cid, 0.0))
+    if found:
+        return found
+    for sent in _SENTENCE.split(
+        c
+    ):  # spans a chunk boundary? map its sentences one by one
+        if len(sent) < min_len or sent == c:
+            continue
+        for cid, s in one(sent).items():
+            found[cid] = max(s, found.get(cid, 0.0))
     return found
 
 # %% ../nbs/31_label_noise.ipynb #8c12c7f5
-def map_pairs(pairs: list, chunks: dict, summary: Summary | None = None, progress: bool = True, **kw) -> tuple[pd.DataFrame, Summary]:
+def map_pairs(
+    pairs: list,
+    chunks: dict,
+    summary: Summary | None = None,
+    progress: bool = True,
+    **kw,
+) -> tuple[pd.DataFrame, Summary]:
     "Map each pair's citations to chunks of its chapter: a table (qid, positives, citations, unmapped, multi) and the summary."
     summary = summary or Summary()
-    for e in ("pairs", "citation found nowhere", "pair with no positive chunk (dropped)", "pair with several positive chunks (flagged)"):
+    for e in (
+        "pairs",
+        "citation found nowhere",
+        "pair with no positive chunk (dropped)",
+        "pair with several positive chunks (flagged)",
+    ):
         summary.add("map", e, 0)
     rows = []
     for p in tqdm(pairs, desc="mapping citations", disable=not progress):
         pos, unmapped = {}, 0
         for c in p.citations:
             m = map_citation(c, chunks, p.chapter, **kw)
-            if not m: unmapped += 1; summary.add("map", "citation found nowhere", example=p.qid)
-            for cid, s in m.items(): pos[cid] = max(s, pos.get(cid, 0))
+            if not m:
+                unmapped += 1
+                summary.add("map", "citation found nowhere", example=p.qid)
+            for cid, s in m.items():
+                pos[cid] = max(s, pos.get(cid, 0))
         summary.add("map", "pairs", example=p.qid)
-        if not pos: summary.add("map", "pair with no positive chunk (dropped)", example=p.qid)
-        elif len(pos) > 1: summary.add("map", "pair with several positive chunks (flagged)", example=p.qid)
-        rows.append({"qid": p.qid, "chapter": p.chapter, "citations": len(p.citations), "unmapped": unmapped,
-                     "positives": sorted(pos), "n_pos": len(pos), "min_score": min(pos.values(), default=np.nan)})
+        if not pos:
+            summary.add("map", "pair with no positive chunk (dropped)", example=p.qid)
+        elif len(pos) > 1:
+            summary.add(
+                "map", "pair with several positive chunks (flagged)", example=p.qid
+            )
+        rows.append(
+            {
+                "qid": p.qid,
+                "chapter": p.chapter,
+                "citations": len(p.citations),
+                "unmapped": unmapped,
+                "positives": sorted(pos),
+                "n_pos": len(pos),
+                "min_score": min(pos.values(), default=np.nan),
+            }
+        )
     df = pd.DataFrame(rows).set_index("qid")
     df["multi"] = df.n_pos > 1
     return df, summary
@@ -72,44 +128,82 @@ def embed(texts: list, encoder=None) -> np.ndarray:
     "L2-normalised embeddings of `texts` with irbook.search.dense's cached MiniLM encoder (or `encoder`)."
     if encoder is None:
         from irbook.search.dense import Encoder
+
         encoder = Encoder(progress=False)
     return encoder.encode(list(texts))
 
-def near_duplicates(emb: np.ndarray, ids: list, threshold: float = 0.97) -> pd.DataFrame:
+
+def near_duplicates(
+    emb: np.ndarray, ids: list, threshold: float = 0.97
+) -> pd.DataFrame:
     "Every pair of rows of `emb` (normalised) with cosine >= threshold: a table a, b, cosine (a before b in `ids`)."
     emb = np.asarray(emb, dtype=np.float64)
-    if len(ids) != len(emb): raise ValueError(f"{len(ids)} ids for {len(emb)} embeddings")
+    if len(ids) != len(emb):
+        raise ValueError(f"{len(ids)} ids for {len(emb)} embeddings")
     sim = emb @ emb.T
     i, j = np.triu_indices(len(ids), k=1)
     keep = sim[i, j] >= threshold
-    return pd.DataFrame({"a": np.asarray(ids, dtype=object)[i[keep]], "b": np.asarray(ids, dtype=object)[j[keep]],
-                         "cosine": sim[i, j][keep]}).sort_values("cosine", ascending=False, ignore_index=True)
+    return pd.DataFrame(
+        {
+            "a": np.asarray(ids, dtype=object)[i[keep]],
+            "b": np.asarray(ids, dtype=object)[j[keep]],
+            "cosine": sim[i, j][keep],
+        }
+    ).sort_values("cosine", ascending=False, ignore_index=True)
 
-def drop_near_duplicates(pairs: list, emb: np.ndarray, threshold: float = 0.97, summary: Summary | None = None) -> tuple[list, Summary]:
+
+def drop_near_duplicates(
+    pairs: list,
+    emb: np.ndarray,
+    threshold: float = 0.97,
+    summary: Summary | None = None,
+) -> tuple[list, Summary]:
     "Remove both members of every near-duplicate pair of questions (cosine >= threshold); count them in the summary."
     summary = summary or Summary()
     dups = near_duplicates(emb, [p.qid for p in pairs], threshold)
     gone = set(dups.a) | set(dups.b)
-    summary.add("dedup", f"near-duplicate question pairs (cosine >= {threshold})", len(dups), dups.a.iloc[0] if len(dups) else None)
-    summary.add("dedup", "questions removed (both of each pair)", len(gone), min(gone) if gone else None)
+    summary.add(
+        "dedup",
+        f"near-duplicate question pairs (cosine >= {threshold})",
+        len(dups),
+        dups.a.iloc[0] if len(dups) else None,
+    )
+    summary.add(
+        "dedup",
+        "questions removed (both of each pair)",
+        len(gone),
+        min(gone) if gone else None,
+    )
     return [p for p in pairs if p.qid not in gone], summary
 
 # %% ../nbs/31_label_noise.ipynb #754b74c5
-from .search.fusion import rrf  # the book's one RRF (ranx.fuse), see the fusion chapter
+from irbook.search.fusion import (
+    rrf,
+)  # the book's one RRF (ranx.fuse), see the fusion chapter
 
-def hybrid_search(queries: dict, chunks: dict, k: int = 5, depth: int = 50, filter: dict | None = None) -> dict:
+
+def hybrid_search(
+    queries: dict, chunks: dict, k: int = 5, depth: int = 50, filter: dict | None = None
+) -> dict:
     "Top-`k` chunks per query by RRF of BM25 (bm25s) and dense MiniLM runs of depth `depth` (irbook.search retrievers)."
     from irbook.search.fulltext import BM25sRetriever
     from irbook.search.dense import DenseRetriever
+
     docs = {cid: getattr(c, "text", c) for cid, c in chunks.items()}
-    runs = [r.index(docs).search(queries, k=depth, filter=filter) for r in (BM25sRetriever(), DenseRetriever())]
+    runs = [
+        r.index(docs).search(queries, k=depth, filter=filter)
+        for r in (BM25sRetriever(), DenseRetriever())
+    ]
     fused = rrf(runs, k=k)
     return {q: fused.get(q, {}) for q in queries}
 
 # %% ../nbs/31_label_noise.ipynb #b1645c53
 JUDGE_LABELS = ("Full", "None", "Unknown")
-JUDGE_SCHEMA = {"type": "object", "required": ["label"], "properties": {"label": {"enum": list(JUDGE_LABELS)},
-                                                                        "reason": {"type": "string"}}}
+JUDGE_SCHEMA = {
+    "type": "object",
+    "required": ["label"],
+    "properties": {"label": {"enum": list(JUDGE_LABELS)}, "reason": {"type": "string"}},
+}
 JUDGE_PROMPT = """Decide whether a passage from a technical book answers a question.
 
 Question: {question}
@@ -125,9 +219,12 @@ Label the passage:
 
 Reply with JSON only: {{"label": "Full" | "None" | "Unknown", "reason": "<one short sentence>"}}"""
 
+
 class LLMJudge:
     "The study's judge: an LLM labels (question, chunk) Full / None / Unknown, with a strict reply schema."
+
     name = "LLM judge"
+
     def __init__(self, client: LLMClient | None = None):
         self.client = client or LLMClient()
         self.name = f"LLM judge ({self.client.config.model})"
@@ -140,16 +237,20 @@ class LLMJudge:
         "Full, None or Unknown (raises LLMReplyError / LLMError for the filter to count)."
         return self.client.ask(self.prompt(pair, text), JUDGE_SCHEMA)["label"]
 
+
 class ContainmentJudge:
     "Lexical stand-in for the LLM judge: share of the gold answer's content words in the chunk -> Full (>= full) / Unknown (>= partial) / None."
+
     def __init__(self, full: float = 0.8, partial: float = 0.5, min_words: int = 3):
-        if not 0 <= partial <= full <= 1: raise ValueError(f"need 0 <= partial <= full <= 1, got {partial}, {full}")
+        if not 0 <= partial <= full <= 1:
+            raise ValueError(f"need 0 <= partial <= full <= 1, got {partial}, {full}")
         self.full, self.partial, self.min_words = full, partial, min_words
         self.name = f"answer-containment judge (lexical, not an LLM; Full >= {full:.0%} of answer words)"
 
     @staticmethod
     def _words(text: str) -> set:
         from irbook.search.fulltext import STOP_WORDS, tokenize
+
         return set(tokenize(normalize(text), STOP_WORDS, stem=True))
 
     def coverage(self, pair, text: str) -> float:
@@ -160,20 +261,35 @@ class ContainmentJudge:
     def __call__(self, pair, text: str) -> str:
         "Full, None or Unknown from the answer-word coverage; a short answer (< min_words content words) is never Full."
         n = len(self._words(pair.answer))
-        if not n: return "Unknown"
+        if not n:
+            return "Unknown"
         c = self.coverage(pair, text)
-        if c >= self.full: return "Full" if n >= self.min_words else "Unknown"
+        if c >= self.full:
+            return "Full" if n >= self.min_words else "Unknown"
         return "Unknown" if c >= self.partial else "None"
 
 # %% ../nbs/31_label_noise.ipynb #38f190ab
-def multi_positive_filter(pairs: list, positives: dict, run: dict, chunks: dict, judge, L: int = 5,
-                          summary: Summary | None = None, progress: bool = True) -> tuple[pd.DataFrame, Summary]:
+def multi_positive_filter(
+    pairs: list,
+    positives: dict,
+    run: dict,
+    chunks: dict,
+    judge,
+    L: int = 5,
+    summary: Summary | None = None,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, Summary]:
     "Judge the top-`L` retrieved chunks minus each pair's known positives; drop pairs with a Full candidate; count everything."
     summary = summary or Summary()
     stage = "multi-positive"
-    for e in ("query with no retrieved chunk (kept, not judged)", "judge reply not the JSON asked for (Unknown)",
-              "judge endpoint failed (Unknown)", *(f"candidates judged {k}" for k in JUDGE_LABELS),
-              "pairs removed (another chunk answers)", "pairs kept"):
+    for e in (
+        "query with no retrieved chunk (kept, not judged)",
+        "judge reply not the JSON asked for (Unknown)",
+        "judge endpoint failed (Unknown)",
+        *(f"candidates judged {k}" for k in JUDGE_LABELS),
+        "pairs removed (another chunk answers)",
+        "pairs kept",
+    ):
         summary.add(stage, e, 0)
     rows = []
     for p in tqdm(pairs, desc=f"judging ({judge.name})", disable=not progress):
@@ -181,18 +297,41 @@ def multi_positive_filter(pairs: list, positives: dict, run: dict, chunks: dict,
         known = set(positives.get(p.qid, ()))
         cands = [c for c in retrieved if c not in known]
         labels, judged = Counter(), {}
-        if not retrieved: summary.add(stage, "query with no retrieved chunk (kept, not judged)", example=p.qid)
+        if not retrieved:
+            summary.add(
+                stage, "query with no retrieved chunk (kept, not judged)", example=p.qid
+            )
         for cid in cands:
-            try: lab = judge(p, getattr(chunks[cid], "text", chunks[cid]))
-            except LLMReplyError: summary.add(stage, "judge reply not the JSON asked for (Unknown)", example=p.qid); lab = "Unknown"
-            except LLMError: summary.add(stage, "judge endpoint failed (Unknown)", example=p.qid); lab = "Unknown"
+            try:
+                lab = judge(p, getattr(chunks[cid], "text", chunks[cid]))
+            except LLMReplyError:
+                summary.add(
+                    stage, "judge reply not the JSON asked for (Unknown)", example=p.qid
+                )
+                lab = "Unknown"
+            except LLMError:
+                summary.add(stage, "judge endpoint failed (Unknown)", example=p.qid)
+                lab = "Unknown"
             labels[lab] += 1
             judged[cid] = lab
             summary.add(stage, f"candidates judged {lab}", example=p.qid)
         drop = labels["Full"] > 0
-        summary.add(stage, "pairs removed (another chunk answers)" if drop else "pairs kept", example=p.qid)
-        rows.append({"qid": p.qid, "retrieved": len(retrieved), "known_in_top": len(retrieved) - len(cands),
-                     "candidates": len(cands), **{k: labels[k] for k in JUDGE_LABELS}, "removed": drop, "judged": judged})
+        summary.add(
+            stage,
+            "pairs removed (another chunk answers)" if drop else "pairs kept",
+            example=p.qid,
+        )
+        rows.append(
+            {
+                "qid": p.qid,
+                "retrieved": len(retrieved),
+                "known_in_top": len(retrieved) - len(cands),
+                "candidates": len(cands),
+                **{k: labels[k] for k in JUDGE_LABELS},
+                "removed": drop,
+                "judged": judged,
+            }
+        )
     return pd.DataFrame(rows).set_index("qid") if rows else pd.DataFrame(), summary
 
 # %% ../nbs/31_label_noise.ipynb #d3bf35fa
@@ -203,18 +342,33 @@ def positive_counts(questions: list, chunks: dict) -> pd.DataFrame:
         comps = [s for s in matching_chunks(q, chunks)]
         found = [s for s in comps if s]
         allpos = set().union(*found) if found else set()
-        rows.append({"qid": q.qid, "n_pos": len(allpos),
-                     "spread": len(found) > 1 and len(allpos) > max(len(s) for s in found),
-                     "repeated": any(len(s) > 1 for s in found)})
+        rows.append(
+            {
+                "qid": q.qid,
+                "n_pos": len(allpos),
+                "spread": len(found) > 1 and len(allpos) > max(len(s) for s in found),
+                "repeated": any(len(s) > 1 for s in found),
+            }
+        )
     return pd.DataFrame(rows).set_index("qid")
+
 
 def multi_positive_table(questions: list, chunkings: dict) -> pd.DataFrame:
     "For each named chunking {name: chunks}: questions with 0, 1 and more than 1 positive chunk, and why."
     out = []
     for name, ch in chunkings.items():
         pc = positive_counts(questions, ch)
-        out.append({"chunking": name, "chunks": len(ch), "no positive": int((pc.n_pos == 0).sum()),
-                    "one positive": int((pc.n_pos == 1).sum()), "> 1 positive": int((pc.n_pos > 1).sum()),
-                    "share > 1": (pc.n_pos > 1).mean(), "components in different chunks": int(pc.spread.sum()),
-                    "a context in several chunks": int(pc.repeated.sum()), "mean positives": pc.n_pos.mean()})
+        out.append(
+            {
+                "chunking": name,
+                "chunks": len(ch),
+                "no positive": int((pc.n_pos == 0).sum()),
+                "one positive": int((pc.n_pos == 1).sum()),
+                "> 1 positive": int((pc.n_pos > 1).sum()),
+                "share > 1": (pc.n_pos > 1).mean(),
+                "components in different chunks": int(pc.spread.sum()),
+                "a context in several chunks": int(pc.repeated.sum()),
+                "mean positives": pc.n_pos.mean(),
+            }
+        )
     return pd.DataFrame(out).set_index("chunking")

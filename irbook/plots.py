@@ -10,7 +10,13 @@ from matplotlib.patches import Patch, Rectangle
 
 from .metrics import Ranked
 
-LABEL_COLORS = ["#eeeeee", "#b7e1a1", "#5dbb63", "#1e7b34"]  # label 0, 1, 2, 3+ (unjudged: white, hatched)
+LABEL_COLORS = [
+    "#eeeeee",
+    "#b7e1a1",
+    "#5dbb63",
+    "#1e7b34",
+]  # label 0, 1, 2, 3+ (unjudged: white, hatched)
+
 
 def label_color(label) -> str:
     "Fill colour of a rank box for a relevance label (labels above 3 share the darkest green)."
@@ -18,71 +24,143 @@ def label_color(label) -> str:
 
 # %% ../nbs/02_set_metrics.ipynb #83d5eeb6
 def _legend(ax):
-    handles = [Patch(facecolor=LABEL_COLORS[l], edgecolor="#999", label=f"label {l}") for l in range(4)]
-    handles.append(Patch(facecolor="white", edgecolor="#999", hatch="///", label="unjudged"))
-    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.15), frameon=False)
+    handles = [
+        Patch(facecolor=LABEL_COLORS[l], edgecolor="#999", label=f"label {l}")
+        for l in range(4)
+    ]
+    handles.append(
+        Patch(facecolor="white", edgecolor="#999", hatch="///", label="unjudged")
+    )
+    ax.legend(
+        handles=handles,
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.15),
+        frameon=False,
+    )
 
-def plot_ranking(rel, judged=None, contrib=None, doc_ids=None, cut=None, cut_label="k",
-                 title=None, contrib_label="contribution", rel_lvl: int = 1, ax=None):
+
+def plot_ranking(
+    rel,
+    judged=None,
+    contrib=None,
+    doc_ids=None,
+    cut=None,
+    cut_label="k",
+    title=None,
+    contrib_label="contribution",
+    rel_lvl: int = 1,
+    ax=None,
+):
     "Draw one ranked list as boxes coloured by label (hatched = unjudged), a cut line, and each rank's contribution as bars."
-    rel = np.asarray(rel, float); n = len(rel)
+    rel = np.asarray(rel, float)
+    n = len(rel)
     judged = np.ones(n, bool) if judged is None else np.asarray(judged, bool)
     bx = None
     if ax is None:
         two = contrib is not None
-        fig, axes = plt.subplots(2 if two else 1, 1, sharex=True, squeeze=False,
-                                 figsize=(min(max(4.5, 0.5 * n + 2.5), 14), 2.9 if two else 1.5),
-                                 gridspec_kw={"height_ratios": [1, 1.4]} if two else None)
+        fig, axes = plt.subplots(
+            2 if two else 1,
+            1,
+            sharex=True,
+            squeeze=False,
+            figsize=(min(max(4.5, 0.5 * n + 2.5), 14), 2.9 if two else 1.5),
+            gridspec_kw={"height_ratios": [1, 1.4]} if two else None,
+        )
         ax, bx = axes[0, 0], (axes[1, 0] if two else None)
     fig = ax.figure
     for i in range(n):
         j, hit = judged[i], judged[i] and rel[i] >= rel_lvl
-        ax.add_patch(Rectangle((i + 0.55, 0.08), 0.9, 0.84, facecolor=label_color(rel[i]) if j else "white",
-                               edgecolor="black" if hit else "#999999", lw=2 if hit else 0.8, hatch=None if j else "///"))
-        txt = (f"{doc_ids[i]}\n" if doc_ids is not None else "") + (str(int(rel[i])) if j else "?")
-        ax.text(i + 1, 0.5, txt, ha="center", va="center", fontsize=8 if n <= 20 else 6,
-                color="white" if j and rel[i] >= len(LABEL_COLORS) - 1 else "black")
-    ax.set_xlim(0.4, max(n, 1) + 0.6); ax.set_ylim(0, 1); ax.set_yticks([])
+        ax.add_patch(
+            Rectangle(
+                (i + 0.55, 0.08),
+                0.9,
+                0.84,
+                facecolor=label_color(rel[i]) if j else "white",
+                edgecolor="black" if hit else "#999999",
+                lw=2 if hit else 0.8,
+                hatch=None if j else "///",
+            )
+        )
+        txt = (f"{doc_ids[i]}\n" if doc_ids is not None else "") + (
+            str(int(rel[i])) if j else "?"
+        )
+        ax.text(
+            i + 1,
+            0.5,
+            txt,
+            ha="center",
+            va="center",
+            fontsize=8 if n <= 20 else 6,
+            color="white" if j and rel[i] >= len(LABEL_COLORS) - 1 else "black",
+        )
+    ax.set_xlim(0.4, max(n, 1) + 0.6)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([])
     ax.set_xticks(range(1, n + 1) if n <= 30 else range(1, n + 1, max(1, n // 10)))
-    for s in ("top", "right", "left"): ax.spines[s].set_visible(False)
+    for s in ("top", "right", "left"):
+        ax.spines[s].set_visible(False)
     if cut is not None and cut < n:
         for a in (ax, bx):
-            if a is not None: a.axvline(cut + 0.5, color="crimson", ls="--", lw=1.5)
-        ax.text(cut + 0.6, 1.0, f"{cut_label} = {cut}", color="crimson", va="bottom", fontsize=9)
-    if title: ax.set_title(title, fontsize=10, loc="left", pad=14)
+            if a is not None:
+                a.axvline(cut + 0.5, color="crimson", ls="--", lw=1.5)
+        ax.text(
+            cut + 0.6,
+            1.0,
+            f"{cut_label} = {cut}",
+            color="crimson",
+            va="bottom",
+            fontsize=9,
+        )
+    if title:
+        ax.set_title(title, fontsize=10, loc="left", pad=14)
     _legend(ax)
     if bx is not None:
         c = np.zeros(n) if contrib is None else np.asarray(contrib, float)
         bx.bar(np.arange(1, len(c) + 1), c, color="#4c72b0", width=0.6)
         if n <= 30:
             for i, v in enumerate(c):
-                if v: bx.text(i + 1, v, f"{v:.3g}", ha="center", va="bottom", fontsize=7)
-        bx.set_ylabel(contrib_label, fontsize=8); bx.set_xlabel("rank")
+                if v:
+                    bx.text(i + 1, v, f"{v:.3g}", ha="center", va="bottom", fontsize=7)
+        bx.set_ylabel(contrib_label, fontsize=8)
+        bx.set_xlabel("rank")
         bx.set_ylim(0, (c.max() * 1.3) if len(c) and c.max() > 0 else 1)
-        for s in ("top", "right"): bx.spines[s].set_visible(False)
-    else: ax.set_xlabel("rank")
+        for s in ("top", "right"):
+            bx.spines[s].set_visible(False)
+    else:
+        ax.set_xlabel("rank")
     fig.tight_layout()
     return fig
+
 
 def plot_query(r: Ranked, query, contrib=None, **kwargs):
     "`plot_ranking` for one query of a `Ranked` (by query id, or by row number), padding dropped; `contrib` may be (n_q, depth)."
     i = r.query_ids.index(query) if query in r.query_ids else int(query)
     n = int(r.n_retrieved[i])
     if contrib is not None:
-        contrib = np.asarray(contrib, float); contrib = (contrib[i] if contrib.ndim == 2 else contrib)[:n]
+        contrib = np.asarray(contrib, float)
+        contrib = (contrib[i] if contrib.ndim == 2 else contrib)[:n]
     ids = r.doc_ids[i, :n] if r.doc_ids is not None else None
     kwargs.setdefault("title", f"query {r.query_ids[i]!r}")
-    return plot_ranking(r.rel[i, :n], r.judged[i, :n], contrib=contrib, doc_ids=ids, **kwargs)
+    return plot_ranking(
+        r.rel[i, :n], r.judged[i, :n], contrib=contrib, doc_ids=ids, **kwargs
+    )
 
 # %% ../nbs/02_set_metrics.ipynb #251823eb
 def plot_at_k(curves: dict, ks, title=None, ylabel="score", ax=None):
     "Line plot of metric values against the cut-off k: `curves` maps a label to one value per k in `ks`."
-    if ax is None: fig, ax = plt.subplots(figsize=(5.5, 3))
-    for name, ys in curves.items(): ax.plot(list(ks), list(ys), marker="o", ms=3, label=name)
-    ax.set_xlabel("k"); ax.set_ylabel(ylabel); ax.set_ylim(0, 1.05)
-    if title: ax.set_title(title, fontsize=10)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.5, 3))
+    for name, ys in curves.items():
+        ax.plot(list(ks), list(ys), marker="o", ms=3, label=name)
+    ax.set_xlabel("k")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1.05)
+    if title:
+        ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, frameon=False)
-    for s in ("top", "right"): ax.spines[s].set_visible(False)
+    for s in ("top", "right"):
+        ax.spines[s].set_visible(False)
     ax.figure.tight_layout()
     return ax.figure
 
@@ -92,32 +170,58 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, Rectangle
 from .metrics import to_ranked, mrr
 
+
 def _outline(ax, rank, color="black"):
     "Thick frame around the box at `rank` of a `plot_ranking` row."
     ax.add_patch(Rectangle((rank - 0.5, 0.03), 1.0, 0.94, fill=False, ec=color, lw=2.5))
+
 
 def plot_first_relevant(qrels, run, k: int = 0, rel_lvl: int = 1):
     "Each query's ranking as a row of boxes, its first relevant document framed and its reciprocal rank in the row title."
     r = to_ranked(qrels, run, keep_ids=True)
     hit = r.relevant(rel_lvl) & r.top(k)
     rr = mrr(r, k, rel_lvl)
-    fig, axes = plt.subplots(r.n_queries, 1, squeeze=False, figsize=(max(4, 0.55 * r.depth + 1.5), 1.3 * r.n_queries + 0.4))
+    fig, axes = plt.subplots(
+        r.n_queries,
+        1,
+        squeeze=False,
+        figsize=(max(4, 0.55 * r.depth + 1.5), 1.3 * r.n_queries + 0.4),
+    )
     for i, ax in enumerate(axes[:, 0]):
         if hit[i].any():
             f = int(hit[i].argmax()) + 1
             note = f"RR = 1/{f} = {rr[i]:.3f}"
-        else: f, note = None, "RR = 0 (no relevant doc" + (f" in the top {k})" if k else " retrieved)")
-        plot_query(r, r.query_ids[i], ax=ax, cut=k or None, rel_lvl=rel_lvl, title=f"{r.query_ids[i]}:  {note}")
+        else:
+            f, note = (
+                None,
+                "RR = 0 (no relevant doc"
+                + (f" in the top {k})" if k else " retrieved)"),
+            )
+        plot_query(
+            r,
+            r.query_ids[i],
+            ax=ax,
+            cut=k or None,
+            rel_lvl=rel_lvl,
+            title=f"{r.query_ids[i]}:  {note}",
+        )
         ax.set_xlim(0.4, r.depth + 0.6)
-        if f: _outline(ax, f)
-        if i: ax.get_legend().remove()
-        if i < r.n_queries - 1: ax.set_xlabel("")
-    fig.suptitle(f"MRR{'@' + str(k) if k else ''} = {rr.mean():.3f}: the mean of the row values", fontsize=11)
+        if f:
+            _outline(ax, f)
+        if i:
+            ax.get_legend().remove()
+        if i < r.n_queries - 1:
+            ax.set_xlabel("")
+    fig.suptitle(
+        f"MRR{'@' + str(k) if k else ''} = {rr.mean():.3f}: the mean of the row values",
+        fontsize=11,
+    )
     fig.tight_layout()
     return fig
 
 # %% ../nbs/03_rank_metrics.ipynb #16cff644
 from .metrics import average_precision
+
 
 def plot_average_precision(qrels, run, query=None, k: int = 0, rel_lvl: int = 1):
     "One query's ranking over bars of precision@i at every rank (green where relevant) and the resulting AP as a line."
@@ -128,11 +232,27 @@ def plot_average_precision(qrels, run, query=None, k: int = 0, rel_lvl: int = 1)
     hit = (r.relevant(rel_lvl) & r.top(k))[i, :n]
     prec = hit.cumsum() / np.arange(1, n + 1)
     ap, n_rel = average_precision(r, k, rel_lvl)[i], int(r.n_rel(rel_lvl)[i])
-    terms = " + ".join(f"{int(hit[:x + 1].sum())}/{x + 1}" for x in np.flatnonzero(hit)) or "0"
-    fig = plot_query(r, q, contrib=np.where(hit, prec, 0.0), contrib_label="precision@i", cut=k or None, rel_lvl=rel_lvl,
-                     title=f"AP of {q!r} = ({terms}) / R = {ap:.3f}   (R = {n_rel})")
+    terms = (
+        " + ".join(f"{int(hit[: x + 1].sum())}/{x + 1}" for x in np.flatnonzero(hit))
+        or "0"
+    )
+    fig = plot_query(
+        r,
+        q,
+        contrib=np.where(hit, prec, 0.0),
+        contrib_label="precision@i",
+        cut=k or None,
+        rel_lvl=rel_lvl,
+        title=f"AP of {q!r} = ({terms}) / R = {ap:.3f}   (R = {n_rel})",
+    )
     bx = fig.axes[1]
-    bx.bar(np.arange(1, n + 1), np.where(hit, 0.0, prec), width=0.6, color="lightgrey", zorder=0)
+    bx.bar(
+        np.arange(1, n + 1),
+        np.where(hit, 0.0, prec),
+        width=0.6,
+        color="lightgrey",
+        zorder=0,
+    )
     bx.axhline(ap, ls="--", color="black", lw=1)
     bx.text(n + 0.55, ap, "AP", va="center", fontsize=9)
     bx.set_ylim(0, 1.2)
@@ -141,18 +261,31 @@ def plot_average_precision(qrels, run, query=None, k: int = 0, rel_lvl: int = 1)
 # %% ../nbs/03_rank_metrics.ipynb #785f2805
 def plot_rbp_weights(ps=(0.5, 0.8, 0.95), depth: int = 20, ax=None):
     "RBP's weight (1 - p) p**(i-1) at each rank i for several persistences p."
-    if ax is None: _, ax = plt.subplots(figsize=(7, 3.4))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.4))
     ranks = np.arange(1, depth + 1)
     for p in ps:
         w = (1 - p) * p ** (ranks - 1)
-        ax.plot(ranks, w, marker="o", ms=3, label=f"p = {p}: {1 / (1 - p):.0f} docs read on average, top 10 hold {w[:10].sum():.0%}")
-    ax.set(xlabel="rank i", ylabel="weight (1-p)·p^(i-1)", title="Rank-biased precision: how much each rank counts")
+        ax.plot(
+            ranks,
+            w,
+            marker="o",
+            ms=3,
+            label=f"p = {p}: {1 / (1 - p):.0f} docs read on average, top 10 hold {w[:10].sum():.0%}",
+        )
+    ax.set(
+        xlabel="rank i",
+        ylabel="weight (1-p)·p^(i-1)",
+        title="Rank-biased precision: how much each rank counts",
+    )
     ax.legend(frameon=False, fontsize=8)
-    for s in ("top", "right"): ax.spines[s].set_visible(False)
+    for s in ("top", "right"):
+        ax.spines[s].set_visible(False)
     return ax
 
 # %% ../nbs/03_rank_metrics.ipynb #52bb759e
 from .metrics import bpref
+
 
 def plot_bpref_pairs(qrels, run, query=None, rel_lvl: int = 1):
     "One query's ranking with an arc from every judged non-relevant document to each relevant document below it, and bpref's terms."
@@ -162,17 +295,41 @@ def plot_bpref_pairs(qrels, run, query=None, rel_lvl: int = 1):
     n = int(r.n_retrieved[i])
     rel = r.relevant(rel_lvl)[i, :n]
     nonrel = r.judged[i, :n] & ~rel
-    n_rel = int(r.n_rel(rel_lvl)[i]); n_non = int(r.n_judged[i]) - n_rel
+    n_rel = int(r.n_rel(rel_lvl)[i])
+    n_non = int(r.n_judged[i]) - n_rel
     denom = max(min(n_rel, n_non), 1)
     val = bpref(r, 0, rel_lvl)[i]
     fig, ax = plt.subplots(figsize=(max(4, 0.6 * n + 1.5), 2.8))
-    plot_query(r, q, ax=ax, rel_lvl=rel_lvl, title=f"bpref of {q!r} = {val:.3f}   (R = {n_rel}, N = {n_non}, min(R, N) = {denom})")
+    plot_query(
+        r,
+        q,
+        ax=ax,
+        rel_lvl=rel_lvl,
+        title=f"bpref of {q!r} = {val:.3f}   (R = {n_rel}, N = {n_non}, min(R, N) = {denom})",
+    )
     for j in np.flatnonzero(rel):
         above = np.flatnonzero(nonrel[:j])
         for m in above:
-            ax.add_patch(FancyArrowPatch((m + 1, 0.92), (j + 1, 0.92), connectionstyle="arc3,rad=-0.45",
-                                         arrowstyle="-|>", mutation_scale=8, color="firebrick", alpha=0.7, lw=1))
-        ax.text(j + 1, -0.12, f"1 - {min(len(above), n_rel)}/{denom}", ha="center", va="top", fontsize=8)
+            ax.add_patch(
+                FancyArrowPatch(
+                    (m + 1, 0.92),
+                    (j + 1, 0.92),
+                    connectionstyle="arc3,rad=-0.45",
+                    arrowstyle="-|>",
+                    mutation_scale=8,
+                    color="firebrick",
+                    alpha=0.7,
+                    lw=1,
+                )
+            )
+        ax.text(
+            j + 1,
+            -0.12,
+            f"1 - {min(len(above), n_rel)}/{denom}",
+            ha="center",
+            va="top",
+            fontsize=8,
+        )
     ax.set_ylim(-0.4, 2.3)
     ax.get_legend().remove()
     fig.tight_layout()
@@ -182,63 +339,115 @@ def plot_bpref_pairs(qrels, run, query=None, rel_lvl: int = 1):
 import numpy as np
 import matplotlib.pyplot as plt
 
+
 def plot_log_discount(depth: int = 20, ax=None):
     "DCG's discount 1/log2(i+1) per rank, beside reciprocal rank's 1/i for comparison."
-    if ax is None: _, ax = plt.subplots(figsize=(7, 3.2))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3.2))
     i = np.arange(1, depth + 1)
     d = 1 / np.log2(i + 1)
     ax.plot(i, d, marker="o", ms=4, label="DCG discount 1/log2(i+1)")
-    ax.plot(i, 1 / i, marker="s", ms=3, ls=":", color="grey", label="reciprocal rank 1/i")
+    ax.plot(
+        i, 1 / i, marker="s", ms=3, ls=":", color="grey", label="reciprocal rank 1/i"
+    )
     for r in (1, 3, 7, 15):
-        if r <= depth: ax.annotate(f"{d[r - 1]:.2g}", (r, d[r - 1]), textcoords="offset points", xytext=(4, 6), fontsize=8)
-    ax.set(xlabel="rank i", ylabel="weight of rank i", ylim=(0, 1.1), title="How much a document at rank i is worth")
+        if r <= depth:
+            ax.annotate(
+                f"{d[r - 1]:.2g}",
+                (r, d[r - 1]),
+                textcoords="offset points",
+                xytext=(4, 6),
+                fontsize=8,
+            )
+    ax.set(
+        xlabel="rank i",
+        ylabel="weight of rank i",
+        ylim=(0, 1.1),
+        title="How much a document at rank i is worth",
+    )
     ax.set_xticks(range(1, depth + 1, max(1, depth // 10)))
     ax.legend(frameon=False)
-    for s in ("top", "right"): ax.spines[s].set_visible(False)
+    for s in ("top", "right"):
+        ax.spines[s].set_visible(False)
     return ax
 
 # %% ../nbs/04_graded_metrics.ipynb #88e3b7b4
 def plot_gains(max_label: int = 4, ax=None):
     "Gain of each label: linear (label, ranx `dcg`/`ndcg`) next to exponential (2**label - 1, ranx `*_burges`)."
-    if ax is None: _, ax = plt.subplots(figsize=(6, 3))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3))
     lab = np.arange(max_label + 1)
-    for off, g, name in ((-0.2, lab.astype(float), "linear: label"), (0.2, 2.0 ** lab - 1, "exponential: 2^label - 1")):
+    for off, g, name in (
+        (-0.2, lab.astype(float), "linear: label"),
+        (0.2, 2.0**lab - 1, "exponential: 2^label - 1"),
+    ):
         bars = ax.bar(lab + off, g, width=0.4, label=name)
         ax.bar_label(bars, fmt="%g", fontsize=8)
     ax.set(xlabel="qrels label", ylabel="gain", title="Gain of a document by its label")
-    ax.set_xticks(lab); ax.legend(frameon=False)
-    for s in ("top", "right"): ax.spines[s].set_visible(False)
+    ax.set_xticks(lab)
+    ax.legend(frameon=False)
+    for s in ("top", "right"):
+        ax.spines[s].set_visible(False)
     return ax
 
 # %% ../nbs/04_graded_metrics.ipynb #12eae4e4
 from .metrics import to_ranked, _gains
 
-def plot_dcg_vs_ideal(qrels, run, query=None, k: int = 0, rel_lvl: int = 1, burges: bool = False):
+
+def plot_dcg_vs_ideal(
+    qrels, run, query=None, k: int = 0, rel_lvl: int = 1, burges: bool = False
+):
     "One query's ranking and its ideal ranking, each with its per-rank DCG contributions, and the resulting NDCG."
     r = to_ranked(qrels, run, keep_ids=True)
     q = r.query_ids[0] if query is None else query
     i = r.query_ids.index(q)
-    n, m = int(r.cut(k)[i]), int(r.n_judged[i]) if k == 0 else min(k, int(r.n_judged[i]))
+    n, m = (
+        int(r.cut(k)[i]),
+        int(r.n_judged[i]) if k == 0 else min(k, int(r.n_judged[i])),
+    )
     width = max(n, m, 1)
-    rows = [(r.rel[i, :n], r.judged[i, :n], r.doc_ids[i, :n], "run"), (r.ideal[i, :m], np.ones(m, bool), None, "ideal")]
-    fig, axes = plt.subplots(4, 1, figsize=(max(5, 0.6 * width + 2), 5.2), gridspec_kw={"height_ratios": [1, 1.2, 1, 1.2]})
+    rows = [
+        (r.rel[i, :n], r.judged[i, :n], r.doc_ids[i, :n], "run"),
+        (r.ideal[i, :m], np.ones(m, bool), None, "ideal"),
+    ]
+    fig, axes = plt.subplots(
+        4,
+        1,
+        figsize=(max(5, 0.6 * width + 2), 5.2),
+        gridspec_kw={"height_ratios": [1, 1.2, 1, 1.2]},
+    )
     totals, top = [], 0.0
     for j, (lab, jud, ids, name) in enumerate(rows):
-        contrib = _gains(np.where(jud, lab, 0.0), rel_lvl, burges) / np.log2(np.arange(2, len(lab) + 2))
-        totals.append(contrib.sum()); top = max(top, contrib.max(initial=0))
+        contrib = _gains(np.where(jud, lab, 0.0), rel_lvl, burges) / np.log2(
+            np.arange(2, len(lab) + 2)
+        )
+        totals.append(contrib.sum())
+        top = max(top, contrib.max(initial=0))
         plot_ranking(lab, jud, doc_ids=ids, rel_lvl=rel_lvl, ax=axes[2 * j])
         bx = axes[2 * j + 1]
         bars = bx.bar(np.arange(1, len(lab) + 1), contrib, width=0.6, color="#4c72b0")
-        bx.bar_label(bars, labels=[f"{c:.2f}" if c else "" for c in contrib], fontsize=7)
+        bx.bar_label(
+            bars, labels=[f"{c:.2f}" if c else "" for c in contrib], fontsize=7
+        )
         bx.set_ylabel("gain / log2(i+1)", fontsize=7)
-        axes[2 * j].set_title(f"{name}: {'IDCG' if j else 'DCG'}{'@' + str(k) if k else ''} = {contrib.sum():.3f}", fontsize=10)
-        axes[2 * j].get_legend().remove(); axes[2 * j].set_xlabel("")
-        for a in axes[2 * j: 2 * j + 2]: a.set_xlim(0.4, width + 0.6)
-        for s in ("top", "right"): bx.spines[s].set_visible(False)
+        axes[2 * j].set_title(
+            f"{name}: {'IDCG' if j else 'DCG'}{'@' + str(k) if k else ''} = {contrib.sum():.3f}",
+            fontsize=10,
+        )
+        axes[2 * j].get_legend().remove()
+        axes[2 * j].set_xlabel("")
+        for a in axes[2 * j : 2 * j + 2]:
+            a.set_xlim(0.4, width + 0.6)
+        for s in ("top", "right"):
+            bx.spines[s].set_visible(False)
     axes[-1].set_xlabel("rank")
-    for bx in axes[1::2]: bx.set_ylim(0, top * 1.3 if top else 1)
+    for bx in axes[1::2]:
+        bx.set_ylim(0, top * 1.3 if top else 1)
     nd = totals[0] / totals[1] if totals[1] else 0.0
-    fig.suptitle(f"{'NDCG Burges' if burges else 'NDCG'}{'@' + str(k) if k else ''} of {q!r} = {totals[0]:.3f} / {totals[1]:.3f} = {nd:.3f}", fontsize=11)
+    fig.suptitle(
+        f"{'NDCG Burges' if burges else 'NDCG'}{'@' + str(k) if k else ''} of {q!r} = {totals[0]:.3f} / {totals[1]:.3f} = {nd:.3f}",
+        fontsize=11,
+    )
     fig.tight_layout()
     return fig
 
@@ -246,24 +455,44 @@ def plot_dcg_vs_ideal(qrels, run, query=None, k: int = 0, rel_lvl: int = 1, burg
 def plot_forest(cis, ax=None, title: str | None = None, sort: bool = True):
     "Forest plot of a `bootstrap_table` result (mean, low, high per system): the mean as a dot, the interval as a bar."
     d = cis.sort_values("mean") if sort else cis.iloc[::-1]
-    if ax is None: _, ax = plt.subplots(figsize=(7, 0.35 * len(d) + 1))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.35 * len(d) + 1))
     y = np.arange(len(d))
-    ax.errorbar(d["mean"], y, xerr=[d["mean"] - d["low"], d["high"] - d["mean"]], fmt="o", color="tab:blue",
-                ecolor="tab:gray", capsize=3)
+    ax.errorbar(
+        d["mean"],
+        y,
+        xerr=[d["mean"] - d["low"], d["high"] - d["mean"]],
+        fmt="o",
+        color="tab:blue",
+        ecolor="tab:gray",
+        capsize=3,
+    )
     ax.set_yticks(y, d.index)
     ax.grid(axis="x", alpha=0.3)
-    if title: ax.set_title(title)
+    if title:
+        ax.set_title(title)
     return ax
 
 # %% ../nbs/05_choosing_metrics.ipynb #d3189e01
 def plot_bootstrap_diff(res, ax=None, names: tuple = ("a", "b"), bins: int = 50):
     "Histogram of a `paired_bootstrap` result's resampled differences, with its interval and zero marked."
-    if ax is None: _, ax = plt.subplots(figsize=(7, 3))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3))
     ax.hist(res.samples, bins=bins, color="tab:blue", alpha=0.7)
-    ax.axvspan(res.low, res.high, color="tab:orange", alpha=0.2, zorder=0, label=f"{1 - res.alpha:.0%} interval")
+    ax.axvspan(
+        res.low,
+        res.high,
+        color="tab:orange",
+        alpha=0.2,
+        zorder=0,
+        label=f"{1 - res.alpha:.0%} interval",
+    )
     ax.axvline(res.mean, color="tab:orange", label=f"observed {res.mean:+.4f}")
     ax.axvline(0, color="black", ls="--", lw=1, label="no difference")
-    ax.set(xlabel=f"mean difference {names[0]} - {names[1]}", ylabel="resamples",
-           title=f"{res.B} bootstrap resamples, p = {res.p:.3g}")
+    ax.set(
+        xlabel=f"mean difference {names[0]} - {names[1]}",
+        ylabel="resamples",
+        title=f"{res.B} bootstrap resamples, p = {res.p:.3g}",
+    )
     ax.legend(fontsize=8)
     return ax

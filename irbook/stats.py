@@ -16,8 +16,12 @@ def _as_scores(x, name: str = "scores") -> np.ndarray:
     "`x` as a float64 array of per-query scores (1-D, or 2-D queries x systems), rejecting empty or non-finite input."
     labelled = isinstance(x, (pd.Series, pd.DataFrame))
     a = np.asarray(x.to_numpy() if labelled else x, dtype=np.float64)
-    if a.ndim not in (1, 2): raise ValueError(f"{name} must hold one score per query (1-D), got shape {a.shape}")
-    if a.shape[0] == 0: raise ValueError(f"{name} is empty: a bootstrap needs at least one query")
+    if a.ndim not in (1, 2):
+        raise ValueError(
+            f"{name} must hold one score per query (1-D), got shape {a.shape}"
+        )
+    if a.shape[0] == 0:
+        raise ValueError(f"{name} is empty: a bootstrap needs at least one query")
     bad = ~np.isfinite(a)
     if bad.any():
         i = np.argwhere(bad)[0]
@@ -25,28 +29,40 @@ def _as_scores(x, name: str = "scores") -> np.ndarray:
         raise ValueError(f"{name} has a non-finite score {a[tuple(i)]} for query {q!r}")
     return a
 
+
 def _check(B, alpha=0.05):
     "Reject a resample count below 1 or an alpha outside (0, 1)."
     if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or B < 1:
-        raise ValueError(f"B (number of bootstrap resamples) must be an integer >= 1, got {B!r}")
-    if not 0 < alpha < 1: raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        raise ValueError(
+            f"B (number of bootstrap resamples) must be an integer >= 1, got {B!r}"
+        )
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
 
 # %% ../nbs/05_choosing_metrics.ipynb #c3443fba
-def resample_means(scores, B: int = 1000, seed=0, batch: int | None = None) -> np.ndarray:
+def resample_means(
+    scores, B: int = 1000, seed=0, batch: int | None = None
+) -> np.ndarray:
     "Means of `B` bootstrap resamples of the queries: shape (B,) for 1-D scores, (B, k) for a (queries x k) table."
     a = _as_scores(scores)
     _check(B)
     rng = np.random.default_rng(seed)
     n = a.shape[0]
     width = a.shape[1] if a.ndim == 2 else 1
-    batch = batch or max(1, (1 << 22) // (n * width))  # about 4M gathered values per batch
-    out = [a[rng.integers(0, n, (min(batch, B - s), n))].mean(axis=1) for s in range(0, B, batch)]
+    batch = batch or max(
+        1, (1 << 22) // (n * width)
+    )  # about 4M gathered values per batch
+    out = [
+        a[rng.integers(0, n, (min(batch, B - s), n))].mean(axis=1)
+        for s in range(0, B, batch)
+    ]
     return np.concatenate(out)
 
 # %% ../nbs/05_choosing_metrics.ipynb #5c351532
 @dataclass(frozen=True)
 class BootstrapCI:
     "A mean with its percentile bootstrap interval [low, high] at level 1 - alpha, from B resamples."
+
     mean: float
     low: float
     high: float
@@ -54,29 +70,45 @@ class BootstrapCI:
     B: int
     samples: np.ndarray = field(repr=False, compare=False)
 
-def bootstrap_ci(scores, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None) -> BootstrapCI:
+
+def bootstrap_ci(
+    scores, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None
+) -> BootstrapCI:
     "Percentile bootstrap confidence interval for the mean of per-query `scores` (queries resampled with replacement)."
     a = _as_scores(scores)
-    if a.ndim != 1: raise ValueError(f"scores must be 1-D (one score per query), got shape {a.shape}")
+    if a.ndim != 1:
+        raise ValueError(
+            f"scores must be 1-D (one score per query), got shape {a.shape}"
+        )
     _check(B, alpha)
     m = resample_means(a, B, seed, batch)
     low, high = np.quantile(m, [alpha / 2, 1 - alpha / 2])
     return BootstrapCI(float(a.mean()), float(low), float(high), alpha, int(B), m)
 
 # %% ../nbs/05_choosing_metrics.ipynb #3161ce6c
-def bootstrap_table(table: pd.DataFrame, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None) -> pd.DataFrame:
+def bootstrap_table(
+    table: pd.DataFrame,
+    B: int = 1000,
+    alpha: float = 0.05,
+    seed=0,
+    batch: int | None = None,
+) -> pd.DataFrame:
     "Bootstrap CIs for every column (system) of a (queries x systems) table, all columns resampling the same queries."
     a = _as_scores(table, "table")
-    if a.ndim != 2: raise ValueError(f"table must be 2-D (queries x systems), got shape {a.shape}")
+    if a.ndim != 2:
+        raise ValueError(f"table must be 2-D (queries x systems), got shape {a.shape}")
     _check(B, alpha)
     m = resample_means(a, B, seed, batch)
     low, high = np.quantile(m, [alpha / 2, 1 - alpha / 2], axis=0)
-    return pd.DataFrame({"mean": a.mean(axis=0), "low": low, "high": high}, index=table.columns)
+    return pd.DataFrame(
+        {"mean": a.mean(axis=0), "low": low, "high": high}, index=table.columns
+    )
 
 # %% ../nbs/05_choosing_metrics.ipynb #87c87554
 @dataclass(frozen=True)
 class PairedBootstrap:
     "Mean difference a - b with its percentile bootstrap interval and the two-sided share `p` of resamples beyond 0."
+
     mean: float
     low: float
     high: float
@@ -85,23 +117,35 @@ class PairedBootstrap:
     B: int
     samples: np.ndarray = field(repr=False, compare=False)
 
+
 def _paired(a, b):
     "The per-query differences a - b, aligned on query ids when both are pandas Series."
     if isinstance(a, pd.Series) and isinstance(b, pd.Series):
         only_a, only_b = a.index.difference(b.index), b.index.difference(a.index)
         if len(only_a) or len(only_b):
-            raise ValueError(f"a and b must score the same queries; only in a: {list(only_a[:3])}, only in b: {list(only_b[:3])}")
+            raise ValueError(
+                f"a and b must score the same queries; only in a: {list(only_a[:3])}, only in b: {list(only_b[:3])}"
+            )
         b = b.loc[a.index]
     xa, xb = _as_scores(a, "a"), _as_scores(b, "b")
-    if xa.ndim != 1 or xb.ndim != 1: raise ValueError("a and b must be 1-D (one score per query)")
-    if len(xa) != len(xb): raise ValueError(f"a and b must be paired: {len(xa)} scores in a, {len(xb)} in b")
+    if xa.ndim != 1 or xb.ndim != 1:
+        raise ValueError("a and b must be 1-D (one score per query)")
+    if len(xa) != len(xb):
+        raise ValueError(
+            f"a and b must be paired: {len(xa)} scores in a, {len(xb)} in b"
+        )
     return xa - xb
 
-def paired_bootstrap(a, b, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None) -> PairedBootstrap:
+
+def paired_bootstrap(
+    a, b, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None
+) -> PairedBootstrap:
     "Paired percentile bootstrap of mean(a - b) over the same queries: interval plus the two-sided share beyond zero."
     _check(B, alpha)
     d = _paired(a, b)
     m = resample_means(d, B, seed, batch)
     low, high = np.quantile(m, [alpha / 2, 1 - alpha / 2])
     p = min(1.0, 2 * min(np.mean(m <= 0), np.mean(m >= 0)))
-    return PairedBootstrap(float(d.mean()), float(low), float(high), float(p), alpha, int(B), m)
+    return PairedBootstrap(
+        float(d.mean()), float(low), float(high), float(p), alpha, int(B), m
+    )

@@ -21,104 +21,169 @@ __all__ = ['ENV_LLM_URL', 'ENV_LLM_MODEL', 'ENV_LLM_KEY', 'QA_SCHEMA', 'QA_PROMP
            'QAPair', 'Summary', 'generate_qa', 'benchmark_pairs']
 
 # %% ../nbs/30_synthetic_qa.ipynb #d0149e76
-ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY = "IRBOOK_LLM_BASE_URL", "IRBOOK_LLM_MODEL", "IRBOOK_LLM_API_KEY"
+ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY = (
+    "IRBOOK_LLM_BASE_URL",
+    "IRBOOK_LLM_MODEL",
+    "IRBOOK_LLM_API_KEY",
+)
+
 
 @dataclass(frozen=True)
 class LLMConfig:
     "Where the chat endpoint is: base URL (e.g. http://localhost:8000/v1), model name and API key (may be empty)."
+
     base_url: str
     model: str
     api_key: str = field(default="", repr=False)
 
-def llm_config(base_url: str | None = None, model: str | None = None, api_key: str | None = None) -> LLMConfig | None:
+
+def llm_config(
+    base_url: str | None = None, model: str | None = None, api_key: str | None = None
+) -> LLMConfig | None:
     "The endpoint from the arguments, else from IRBOOK_LLM_BASE_URL / IRBOOK_LLM_MODEL / IRBOOK_LLM_API_KEY; None if URL or model is missing."
     url = base_url or os.environ.get(ENV_LLM_URL, "")
     model = model or os.environ.get(ENV_LLM_MODEL, "")
     key = api_key if api_key is not None else os.environ.get(ENV_LLM_KEY, "")
-    if not url.strip() or not model.strip(): return None
-    if not re.match(r"https?://", url): raise ValueError(f"{ENV_LLM_URL}: expected an http(s) URL, got {url!r}")
+    if not url.strip() or not model.strip():
+        return None
+    if not re.match(r"https?://", url):
+        raise ValueError(f"{ENV_LLM_URL}: expected an http(s) URL, got {url!r}")
     return LLMConfig(url.rstrip("/"), model.strip(), key)
 
 # %% ../nbs/30_synthetic_qa.ipynb #5c6a7e82
 class LLMError(Exception):
     "The endpoint could not give an answer (HTTP error, timeout, retries exhausted)."
 
+
 class LLMReplyError(LLMError):
     "The endpoint answered, but not with the JSON that was asked for; `.raw` holds the reply text."
+
     def __init__(self, msg: str, raw: str = ""):
         super().__init__(msg)
         self.raw = raw
 
+
 _RETRY_STATUS = {429, 500, 502, 503, 504}
+
 
 def parse_json_reply(text: str, schema: dict | None = None):
     "Parse a chat reply as JSON (one ```json fence allowed, nothing else) and validate it against `schema`; LLMReplyError if not."
-    if not isinstance(text, str): raise LLMReplyError(f"reply is {type(text).__name__}, not text", str(text))
+    if not isinstance(text, str):
+        raise LLMReplyError(f"reply is {type(text).__name__}, not text", str(text))
     body = text.strip()
     m = re.fullmatch(r"```(?:json)?\s*\n(.*)\n\s*```", body, flags=re.S)
-    if m: body = m.group(1)
-    try: obj = json.loads(body)
-    except json.JSONDecodeError as e: raise LLMReplyError(f"reply is not JSON ({e.msg} at char {e.pos})", text) from None
+    if m:
+        body = m.group(1)
+    try:
+        obj = json.loads(body)
+    except json.JSONDecodeError as e:
+        raise LLMReplyError(
+            f"reply is not JSON ({e.msg} at char {e.pos})", text
+        ) from None
     if schema is not None:
-        try: jsonschema.validate(obj, schema)
+        try:
+            jsonschema.validate(obj, schema)
         except jsonschema.ValidationError as e:
             where = "/".join(map(str, e.absolute_path)) or "top level"
-            raise LLMReplyError(f"reply JSON does not match the schema at {where}: {e.message}", text) from None
+            raise LLMReplyError(
+                f"reply JSON does not match the schema at {where}: {e.message}", text
+            ) from None
     return obj
 
 # %% ../nbs/30_synthetic_qa.ipynb #d81cd4fa
 class LLMClient:
     "Chat-completions client for an OpenAI-compatible endpoint: timeouts, retries with backoff, strict JSON, disk cache."
-    def __init__(self, config: LLMConfig | None = None, *, timeout: float = 60, retries: int = 4, backoff: float = 1.0,
-                 max_wait: float = 60, temperature: float = 0.0, cache: bool = True, cache_root=None, sleep=time.sleep):
+
+    def __init__(
+        self,
+        config: LLMConfig | None = None,
+        *,
+        timeout: float = 60,
+        retries: int = 4,
+        backoff: float = 1.0,
+        max_wait: float = 60,
+        temperature: float = 0.0,
+        cache: bool = True,
+        cache_root=None,
+        sleep=time.sleep,
+    ):
         self.config = config or llm_config()
         if self.config is None:
-            raise ValueError(f"no LLM endpoint: pass an LLMConfig or set {ENV_LLM_URL} and {ENV_LLM_MODEL}")
-        self.timeout, self.retries, self.backoff, self.max_wait = timeout, retries, backoff, max_wait
+            raise ValueError(
+                f"no LLM endpoint: pass an LLMConfig or set {ENV_LLM_URL} and {ENV_LLM_MODEL}"
+            )
+        self.timeout, self.retries, self.backoff, self.max_wait = (
+            timeout,
+            retries,
+            backoff,
+            max_wait,
+        )
         self.temperature, self.sleep = temperature, sleep
-        self.cache_root = (Path(cache_root) if cache_root else cache_dir() / "llm") if cache else None
+        self.cache_root = (
+            (Path(cache_root) if cache_root else cache_dir() / "llm") if cache else None
+        )
         self.stats = Counter()
 
     def key(self, prompt: str, system: str = "") -> str:
         "Cache key: SHA-256 of the model name, the system prompt and the prompt."
-        return hashlib.sha256(json.dumps([self.config.model, system, prompt]).encode()).hexdigest()
+        return hashlib.sha256(
+            json.dumps([self.config.model, system, prompt]).encode()
+        ).hexdigest()
 
-    def _path(self, key: str) -> Path: return self.cache_root / key[:2] / f"{key}.json"
+    def _path(self, key: str) -> Path:
+        return self.cache_root / key[:2] / f"{key}.json"
 
     def cached(self, prompt: str, system: str = "") -> str | None:
         "The cached reply text for this prompt, or None."
-        if not self.cache_root: return None
+        if not self.cache_root:
+            return None
         p = self._path(self.key(prompt, system))
-        try: return json.loads(p.read_text())["reply"]
-        except (FileNotFoundError, json.JSONDecodeError, KeyError): return None
+        try:
+            return json.loads(p.read_text())["reply"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            return None
 
     def _store(self, prompt: str, system: str, reply: str):
         p = self._path(self.key(prompt, system))
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
         try:
-            with os.fdopen(fd, "w") as f: json.dump({"model": self.config.model, "reply": reply}, f)
+            with os.fdopen(fd, "w") as f:
+                json.dump({"model": self.config.model, "reply": reply}, f)
             os.replace(tmp, p)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
 
     def _wait(self, attempt: int, retry_after: str | None) -> float:
-        try: w = float(retry_after) if retry_after else self.backoff * 2 ** attempt
-        except ValueError: w = self.backoff * 2 ** attempt
+        try:
+            w = float(retry_after) if retry_after else self.backoff * 2**attempt
+        except ValueError:
+            w = self.backoff * 2**attempt
         return min(max(w, 0.0), self.max_wait)
 
     def _post(self, prompt: str, system: str) -> str:
-        msgs = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        data = json.dumps({"model": self.config.model, "messages": msgs, "temperature": self.temperature}).encode()
+        msgs = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": prompt}
+        ]
+        data = json.dumps(
+            {
+                "model": self.config.model,
+                "messages": msgs,
+                "temperature": self.temperature,
+            }
+        ).encode()
         headers = {"Content-Type": "application/json"}
-        if self.config.api_key: headers["Authorization"] = f"Bearer {self.config.api_key}"
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
         url = self.config.base_url + "/chat/completions"
         for attempt in range(self.retries + 1):
             self.stats["requests"] += 1
             retry_after, why = None, ""
             try:
-                with urllib.request.urlopen(urllib.request.Request(url, data, headers), timeout=self.timeout) as r:
+                with urllib.request.urlopen(
+                    urllib.request.Request(url, data, headers), timeout=self.timeout
+                ) as r:
                     body = r.read().decode("utf-8", errors="replace")
                 break
             except urllib.error.HTTPError as e:
@@ -127,18 +192,29 @@ class LLMClient:
                     self.stats["http_errors"] += 1
                     raise LLMError(f"{url}: {why} {e.reason}; not retried") from None
                 retry_after = e.headers.get("Retry-After") if e.headers else None
-            except (TimeoutError, socket.timeout) as e: why = "timeout"
+            except (TimeoutError, socket.timeout) as e:
+                why = "timeout"
             except urllib.error.URLError as e:
-                why = "timeout" if isinstance(e.reason, (TimeoutError, socket.timeout)) else f"connection failed ({e.reason})"
-            except (ConnectionError, http.client.HTTPException) as e: why = f"connection failed ({type(e).__name__})"
+                why = (
+                    "timeout"
+                    if isinstance(e.reason, (TimeoutError, socket.timeout))
+                    else f"connection failed ({e.reason})"
+                )
+            except (ConnectionError, http.client.HTTPException) as e:
+                why = f"connection failed ({type(e).__name__})"
             self.stats[why.split(" (")[0]] += 1
             if attempt == self.retries:
-                raise LLMError(f"{url}: {why} after {self.retries + 1} attempts") from None
+                raise LLMError(
+                    f"{url}: {why} after {self.retries + 1} attempts"
+                ) from None
             self.stats["retries"] += 1
             self.sleep(self._wait(attempt, retry_after))
-        try: return json.loads(body)["choices"][0]["message"]["content"]
+        try:
+            return json.loads(body)["choices"][0]["message"]["content"]
         except (json.JSONDecodeError, KeyError, IndexError, TypeError):
-            raise LLMReplyError("the endpoint's response is not a chat completion", body[:500]) from None
+            raise LLMReplyError(
+                "the endpoint's response is not a chat completion", body[:500]
+            ) from None
 
     def ask(self, prompt: str, schema: dict | None = None, system: str = ""):
         "Send `prompt`, return its reply parsed as JSON and checked against `schema` (cached once accepted)."
@@ -147,18 +223,22 @@ class LLMClient:
             self.stats["cache_hits"] += 1
             return parse_json_reply(reply, schema)
         reply = self._post(prompt, system)
-        try: obj = parse_json_reply(reply, schema)
+        try:
+            obj = parse_json_reply(reply, schema)
         except LLMReplyError:
             self.stats["bad_replies"] += 1
             raise
-        if self.cache_root: self._store(prompt, system, reply)
+        if self.cache_root:
+            self._store(prompt, system, reply)
         return obj
 
 # %% ../nbs/30_synthetic_qa.ipynb #32aa6dcd
 def book_pages(size: int = 500, chapters: list[int] | None = None) -> dict:
     "The chapters cut into 'pages' of about `size` words (irbook.chunking token chunks): {page_id: Chunk}."
     from irbook.chunking import chunk_book
+
     return chunk_book("tokens", chapters=chapters, size=size)
+
 
 def snippet(text: str, n: int = 80) -> str:
     "The first `n` characters of `text` on one line (the most the book shows of fastbook prose)."
@@ -167,12 +247,29 @@ def snippet(text: str, n: int = 80) -> str:
 
 # %% ../nbs/30_synthetic_qa.ipynb #104824e9
 QA_SCHEMA = {
-    "type": "object", "required": ["pairs"], "additionalProperties": False,
-    "properties": {"pairs": {"type": "array", "items": {
-        "type": "object", "required": ["question", "answer", "citations"], "additionalProperties": False,
-        "properties": {"question": {"type": "string", "minLength": 5},
-                       "answer": {"type": "string", "minLength": 1},
-                       "citations": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}}}}}}
+    "type": "object",
+    "required": ["pairs"],
+    "additionalProperties": False,
+    "properties": {
+        "pairs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["question", "answer", "citations"],
+                "additionalProperties": False,
+                "properties": {
+                    "question": {"type": "string", "minLength": 5},
+                    "answer": {"type": "string", "minLength": 1},
+                    "citations": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"type": "string", "minLength": 1},
+                    },
+                },
+            },
+        }
+    },
+}
 
 QA_PROMPT = """You are helping to build a test set for a search engine over a technical book.
 Read the page between the <page> tags and write up to {n} question-answer pairs about it.
@@ -196,26 +293,33 @@ Reply with JSON only, no other text, exactly in this form:
 {page}
 </page>"""
 
+
 def qa_prompt(page_text: str, n: int = 3) -> str:
     "The generation prompt for one page, asking for up to `n` question-answer pairs with verbatim citations."
-    if not isinstance(n, int) or n < 1: raise ValueError(f"n must be a positive int, got {n!r}")
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
     return QA_PROMPT.format(n=n, page=page_text.strip())
 
 # %% ../nbs/30_synthetic_qa.ipynb #953014f9
 @functools.lru_cache(maxsize=65536)
-def _flat(text: str) -> str: return " ".join(normalize(text).split())
+def _flat(text: str) -> str:
+    return " ".join(normalize(text).split())
+
 
 def citation_score(citation: str, text: str) -> float:
     "How well `citation` occurs in `text`, 0-100: 100 if verbatim (after ftfy and whitespace normalisation), else rapidfuzz partial_ratio."
     from rapidfuzz import fuzz
+
     c, t = _flat(citation), _flat(text)
-    if not c: return 0.0
+    if not c:
+        return 0.0
     return 100.0 if c in t else float(fuzz.partial_ratio(c, t))
 
 # %% ../nbs/30_synthetic_qa.ipynb #cd7d58b3
 @dataclass(frozen=True)
 class QAPair:
     "A question with its answer and the passages that support it, from an LLM ('llm') or the benchmark ('benchmark')."
+
     qid: str
     chapter: int
     question: str
@@ -224,68 +328,139 @@ class QAPair:
     page: str | None = None
     source: str = "llm"
 
+
 class Summary:
     "Counts of what each pipeline stage kept, rejected or could not do, with the first example id of each."
+
     def __init__(self):
         self.counts, self.examples = Counter(), {}
 
     def add(self, stage: str, event: str, n: int = 1, example=None):
         "Count `n` occurrences of `event` at `stage` (remembering the first example id); n=0 just lists the event."
         self.counts[(stage, event)] += n
-        if example is not None and n: self.examples.setdefault((stage, event), example)
+        if example is not None and n:
+            self.examples.setdefault((stage, event), example)
         return self
 
-    def __getitem__(self, key) -> int: return self.counts.get(key, 0)
+    def __getitem__(self, key) -> int:
+        return self.counts.get(key, 0)
 
     def frame(self) -> pd.DataFrame:
         "The counts as a table: stage, event, count, example."
-        rows = [(s, e, n, self.examples.get((s, e), "")) for (s, e), n in self.counts.items()]
+        rows = [
+            (s, e, n, self.examples.get((s, e), ""))
+            for (s, e), n in self.counts.items()
+        ]
         return pd.DataFrame(rows, columns=["stage", "event", "count", "example"])
 
-    def _repr_html_(self): return self.frame()._repr_html_()
-    def __repr__(self): return self.frame().to_string(index=False)
+    def _repr_html_(self):
+        return self.frame()._repr_html_()
 
-def generate_qa(pages: dict, client: LLMClient, n: int = 3, min_ratio: float = 95, summary: Summary | None = None,
-                progress: bool = True) -> tuple[list, Summary]:
+    def __repr__(self):
+        return self.frame().to_string(index=False)
+
+
+def generate_qa(
+    pages: dict,
+    client: LLMClient,
+    n: int = 3,
+    min_ratio: float = 95,
+    summary: Summary | None = None,
+    progress: bool = True,
+) -> tuple[list, Summary]:
     "Ask `client` for up to `n` QA pairs per page; keep pairs with at least one citation found in the page; count every failure."
     summary = summary or Summary()
-    for e in ("pages", "empty page (not sent)", "reply not the JSON asked for", "endpoint failed after retries", "page with no pairs",
-              "pairs returned", "citation not in page (rejected)", "pair with no citation in page (dropped)", "pairs kept"):
+    for e in (
+        "pages",
+        "empty page (not sent)",
+        "reply not the JSON asked for",
+        "endpoint failed after retries",
+        "page with no pairs",
+        "pairs returned",
+        "citation not in page (rejected)",
+        "pair with no citation in page (dropped)",
+        "pairs kept",
+    ):
         summary.add("generate", e, 0)  # every event shows, even when it never happened
     pairs = []
     for pid, page in tqdm(pages.items(), desc="generating", disable=not progress):
         text, chapter = getattr(page, "text", page), getattr(page, "chapter", None)
         summary.add("generate", "pages", example=pid)
         if not isinstance(text, str) or not text.strip():
-            summary.add("generate", "empty page (not sent)", example=pid); continue
-        try: reply = client.ask(qa_prompt(text, n), QA_SCHEMA)
-        except LLMReplyError: summary.add("generate", "reply not the JSON asked for", example=pid); continue
-        except LLMError: summary.add("generate", "endpoint failed after retries", example=pid); continue
-        if not reply["pairs"]: summary.add("generate", "page with no pairs", example=pid)
+            summary.add("generate", "empty page (not sent)", example=pid)
+            continue
+        try:
+            reply = client.ask(qa_prompt(text, n), QA_SCHEMA)
+        except LLMReplyError:
+            summary.add("generate", "reply not the JSON asked for", example=pid)
+            continue
+        except LLMError:
+            summary.add("generate", "endpoint failed after retries", example=pid)
+            continue
+        if not reply["pairs"]:
+            summary.add("generate", "page with no pairs", example=pid)
         for i, p in enumerate(reply["pairs"]):
             qid = f"{pid}_q{i}"
             summary.add("generate", "pairs returned", example=qid)
             good = []
             for c in p["citations"]:
-                if citation_score(c, text) >= min_ratio: good.append(c)
-                else: summary.add("generate", "citation not in page (rejected)", example=qid)
-            if not good: summary.add("generate", "pair with no citation in page (dropped)", example=qid); continue
-            pairs.append(QAPair(qid, chapter, p["question"].strip(), p["answer"].strip(), tuple(good), pid, "llm"))
+                if citation_score(c, text) >= min_ratio:
+                    good.append(c)
+                else:
+                    summary.add(
+                        "generate", "citation not in page (rejected)", example=qid
+                    )
+            if not good:
+                summary.add(
+                    "generate", "pair with no citation in page (dropped)", example=qid
+                )
+                continue
+            pairs.append(
+                QAPair(
+                    qid,
+                    chapter,
+                    p["question"].strip(),
+                    p["answer"].strip(),
+                    tuple(good),
+                    pid,
+                    "llm",
+                )
+            )
             summary.add("generate", "pairs kept", example=qid)
     return pairs, summary
 
 # %% ../nbs/30_synthetic_qa.ipynb #032d561c
-def benchmark_pairs(questions: list, summary: Summary | None = None) -> tuple[list, Summary]:
+def benchmark_pairs(
+    questions: list, summary: Summary | None = None
+) -> tuple[list, Summary]:
     "fastbook-benchmark questions as QAPairs (source 'benchmark', citations = every cited context); questions with no context counted."
     summary = summary or Summary()
-    for e in ("questions", "question without any cited context (dropped)", "question with an uncited answer component (kept)", "pairs kept"):
+    for e in (
+        "questions",
+        "question without any cited context (dropped)",
+        "question with an uncited answer component (kept)",
+        "pairs kept",
+    ):
         summary.add("benchmark", e, 0)
     pairs = []
     for q in questions:
         cites = tuple(dict.fromkeys(c for comp in q.components for c in comp.contexts))
         summary.add("benchmark", "questions", example=q.qid)
-        if not cites: summary.add("benchmark", "question without any cited context (dropped)", example=q.qid); continue
-        if not q.answerable: summary.add("benchmark", "question with an uncited answer component (kept)", example=q.qid)
-        pairs.append(QAPair(q.qid, q.chapter, q.text, q.answer, cites, None, "benchmark"))
+        if not cites:
+            summary.add(
+                "benchmark",
+                "question without any cited context (dropped)",
+                example=q.qid,
+            )
+            continue
+        if not q.answerable:
+            summary.add(
+                "benchmark",
+                "question with an uncited answer component (kept)",
+                example=q.qid,
+            )
+        pairs.append(
+            QAPair(q.qid, q.chapter, q.text, q.answer, cites, None, "benchmark")
+        )
         summary.add("benchmark", "pairs kept", example=q.qid)
     return pairs, summary

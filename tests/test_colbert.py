@@ -1,4 +1,5 @@
 """Tests for irbook.search.colbert (offline ColBERT with PyLate): cache integrity, training data, retriever shape."""
+
 import hashlib, json, warnings
 from pathlib import Path
 
@@ -10,8 +11,17 @@ import torch
 from pylate.scores import colbert_scores
 
 from irbook.fastbook import load_questions, normalize
-from irbook.search.colbert import (MARKER, ColBERTRetriever, ColBERTSettings, is_complete, maxsim, new_colbert,
-                                   offline_colbert, pseudo_queries, training_log)
+from irbook.search.colbert import (
+    MARKER,
+    ColBERTRetriever,
+    ColBERTSettings,
+    is_complete,
+    maxsim,
+    new_colbert,
+    offline_colbert,
+    pseudo_queries,
+    training_log,
+)
 
 TINY = ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3)
 
@@ -21,10 +31,12 @@ def model():
     return new_colbert(seed=0)
 
 
-DOCS = {"a": "The learning rate finder plots loss against learning rate.",
-        "b": "Cats and dogs can be told apart from pictures.",
-        "c": "Stochastic gradient descent updates the weights with the gradient.",
-        "d": "A DataLoader gives mini-batches of items to the model."}
+DOCS = {
+    "a": "The learning rate finder plots loss against learning rate.",
+    "b": "Cats and dogs can be told apart from pictures.",
+    "c": "Stochastic gradient descent updates the weights with the gradient.",
+    "d": "A DataLoader gives mini-batches of items to the model.",
+}
 
 
 @pytest.fixture(scope="module")
@@ -45,34 +57,48 @@ def test_pseudo_queries_seeded_and_not_from_benchmark():
 
 # ---- cache integrity -----------------------------------------------------------------------------
 def _write_marker(folder: Path, settings, files=None):
-    files = files if files is not None else {
-        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir() if p.name != MARKER}
-    (folder / MARKER).write_text(json.dumps({"settings": settings.digest(), "files": files}))
+    files = (
+        files
+        if files is not None
+        else {
+            p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in folder.iterdir()
+            if p.name != MARKER
+        }
+    )
+    (folder / MARKER).write_text(
+        json.dumps({"settings": settings.digest(), "files": files})
+    )
 
 
 def test_is_complete_detects_fake_and_half_written(tmp_path):
-    f = tmp_path / "m"; f.mkdir()
+    f = tmp_path / "m"
+    f.mkdir()
     (f / "model.safetensors").write_bytes(b"weights")
-    assert not is_complete(f, TINY)                      # no marker
+    assert not is_complete(f, TINY)  # no marker
     (f / MARKER).write_text("{not json")
-    assert not is_complete(f, TINY)                      # corrupt marker
+    assert not is_complete(f, TINY)  # corrupt marker
     _write_marker(f, ColBERTSettings())
-    assert not is_complete(f, TINY)                      # other settings
+    assert not is_complete(f, TINY)  # other settings
     _write_marker(f, TINY)
-    assert is_complete(f, TINY)                          # valid
-    (f / "model.safetensors").write_bytes(b"weigh")      # truncated afterwards
+    assert is_complete(f, TINY)  # valid
+    (f / "model.safetensors").write_bytes(b"weigh")  # truncated afterwards
     assert not is_complete(f, TINY)
     assert not is_complete(tmp_path / "missing", TINY)
 
 
 def test_settings_key_changes_with_settings():
     assert TINY.key() != ColBERTSettings().key()
-    assert TINY.digest() == ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3).digest()
+    assert (
+        TINY.digest()
+        == ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3).digest()
+    )
 
 
 def test_offline_colbert_rebuilds_corrupt_folder_then_reuses(tmp_path):
-    f = tmp_path / "model"; f.mkdir()
-    (f / "model.safetensors").write_bytes(b"half")       # a crash mid-save: no marker
+    f = tmp_path / "model"
+    f.mkdir()
+    (f / "model.safetensors").write_bytes(b"half")  # a crash mid-save: no marker
     with pytest.warns(UserWarning, match="rebuilding"):
         out = offline_colbert(TINY, root=f, progress=False)
     assert out == f and is_complete(f, TINY)
@@ -80,11 +106,14 @@ def test_offline_colbert_rebuilds_corrupt_folder_then_reuses(tmp_path):
     stamp = (f / MARKER).stat().st_mtime_ns
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert offline_colbert(TINY, root=f, progress=False) == f   # reused, not retrained
+        assert (
+            offline_colbert(TINY, root=f, progress=False) == f
+        )  # reused, not retrained
     assert (f / MARKER).stat().st_mtime_ns == stamp
-    assert not list(tmp_path.glob(".model.*"))           # no temp folder left behind
+    assert not list(tmp_path.glob(".model.*"))  # no temp folder left behind
     # the saved model reloads with the trained projection
     from irbook.search.colbert import load_colbert
+
     m = load_colbert(str(f))
     assert m[1].linear.weight.shape == (TINY.dim, 384)
 
@@ -92,7 +121,9 @@ def test_offline_colbert_rebuilds_corrupt_folder_then_reuses(tmp_path):
 # ---- untrained models are random -----------------------------------------------------------------
 def test_untrained_projection_random_unless_seeded(model):
     w = model[1].linear.weight
-    assert not torch.equal(new_colbert()[1].linear.weight, new_colbert()[1].linear.weight)
+    assert not torch.equal(
+        new_colbert()[1].linear.weight, new_colbert()[1].linear.weight
+    )
     assert torch.equal(new_colbert(seed=0)[1].linear.weight, w)
 
 
@@ -101,7 +132,10 @@ def test_maxsim_equals_pylate(model):
     q = model.encode(["how to choose a learning rate"], is_query=True)[0]
     ds = model.encode(list(DOCS.values()), is_query=False)
     ours = [maxsim(q, d) for d in ds]
-    ref = [float(colbert_scores(torch.tensor(q)[None], torch.tensor(d)[None])[0, 0]) for d in ds]
+    ref = [
+        float(colbert_scores(torch.tensor(q)[None], torch.tensor(d)[None])[0, 0])
+        for d in ds
+    ]
     np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
 
 
@@ -110,14 +144,19 @@ def test_search_shape_filter_and_exact_scores(retriever, model):
     flt = {"q1": {"b", "c", "d"}, "q2": {"a", "b"}, "q3": {"a"}}
     run = retriever.search(qs, k=2, filter=flt)
     assert set(run) == set(qs) and run["q3"] == {}
-    assert set(run["q1"]) <= flt["q1"] and set(run["q2"]) <= flt["q2"] and len(run["q1"]) == 2
+    assert (
+        set(run["q1"]) <= flt["q1"]
+        and set(run["q2"]) <= flt["q2"]
+        and len(run["q1"]) == 2
+    )
     # scores are exact MaxSim, computed independently
     qe = model.encode([qs["q1"]], is_query=True)[0]
     de = dict(zip(DOCS, model.encode(list(DOCS.values()), is_query=False)))
     ref = {d: float((qe @ de[d].T).max(1).sum()) for d in flt["q1"]}
     best = sorted(ref, key=lambda d: -ref[d])[:2]
     assert list(run["q1"]) == best
-    for d in best: assert run["q1"][d] == pytest.approx(ref[d], rel=1e-5)
+    for d in best:
+        assert run["q1"][d] == pytest.approx(ref[d], rel=1e-5)
     # without a filter: every doc is reachable, k larger than the corpus is fine
     full = retriever.search({"q1": qs["q1"]}, k=10)["q1"]
     assert len(full) == len(DOCS)
@@ -144,35 +183,50 @@ def test_length_options_validated(model):
     for bad in (10_000, 0, "512", True):
         with pytest.raises(ValueError, match="document_length"):
             ColBERTRetriever(model, progress=False, document_length=bad)
-    assert model.document_length == 180                 # a rejected option leaves the model alone
+    assert model.document_length == 180  # a rejected option leaves the model alone
 
 
 # ---- colbert-ai conversion (RAGatouille's format) ------------------------------------------------
-from irbook.search.colbert import (RAGatouilleRetriever, agree_up_to_ties, check_colbert_ai, colbert_ai_complete,
-                                   colbert_ai_metadata, to_colbert_ai)
+from irbook.search.colbert import (
+    RAGatouilleRetriever,
+    agree_up_to_ties,
+    check_colbert_ai,
+    colbert_ai_complete,
+    colbert_ai_metadata,
+    to_colbert_ai,
+)
 
 
 def test_module_imports_without_ragatouille_or_colbert_ai():
     import subprocess, sys
-    code = ("import sys; sys.modules['ragatouille'] = sys.modules['colbert'] = None; "
-            "import irbook.search.colbert as m; assert m.RAGatouilleRetriever and m.to_colbert_ai")
+
+    code = (
+        "import sys; sys.modules['ragatouille'] = sys.modules['colbert'] = None; "
+        "import irbook.search.colbert as m; assert m.RAGatouilleRetriever and m.to_colbert_ai"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_agree_up_to_ties():
     a = {"d1": 3.0, "d2": 2.5, "d3": 2.0}
     assert agree_up_to_ties(a, dict(a))
-    assert agree_up_to_ties(a, {"d2": 2.5, "d1": 3.0, "d3": 2.0 + 1e-6})   # order of the dict does not matter, scores do
-    assert agree_up_to_ties(a, {"d1": 3.0, "d2": 2.5, "d4": 2.0})           # tie at the cut-off
-    assert not agree_up_to_ties(a, {"d1": 3.0, "d3": 2.5, "d2": 2.0})       # swapped, not tied
-    assert not agree_up_to_ties(a, {"d1": 3.0, "d2": 2.5, "d4": 1.9})       # another doc, lower score
-    assert not agree_up_to_ties(a, {"d1": 3.0, "d2": 2.5})                  # shorter
+    assert agree_up_to_ties(
+        a, {"d2": 2.5, "d1": 3.0, "d3": 2.0 + 1e-6}
+    )  # order of the dict does not matter, scores do
+    assert agree_up_to_ties(a, {"d1": 3.0, "d2": 2.5, "d4": 2.0})  # tie at the cut-off
+    assert not agree_up_to_ties(
+        a, {"d1": 3.0, "d3": 2.5, "d2": 2.0}
+    )  # swapped, not tied
+    assert not agree_up_to_ties(
+        a, {"d1": 3.0, "d2": 2.5, "d4": 1.9}
+    )  # another doc, lower score
+    assert not agree_up_to_ties(a, {"d1": 3.0, "d2": 2.5})  # shorter
 
 
 @pytest.fixture(scope="module")
 def pylate_dir(model, tmp_path_factory):
     d = tmp_path_factory.mktemp("pylate") / "model"
-    model.save(str(d))                                   # seeded random projection: conversion does not need training
+    model.save(str(d))  # seeded random projection: conversion does not need training
     return d
 
 
@@ -184,28 +238,44 @@ def converted(pylate_dir, tmp_path_factory):
 
 def test_conversion_layout_and_round_trip(pylate_dir, converted):
     from safetensors.torch import load_file
+
     assert colbert_ai_complete(converted, pylate_dir)
     w = load_file(converted / "model.safetensors")
-    assert "linear.weight" in w and all(k.startswith("bert.") for k in w if k != "linear.weight")
+    assert "linear.weight" in w and all(
+        k.startswith("bert.") for k in w if k != "linear.weight"
+    )
     src = load_file(pylate_dir / "model.safetensors")
-    assert torch.equal(w["bert.embeddings.word_embeddings.weight"], src["embeddings.word_embeddings.weight"])
+    assert torch.equal(
+        w["bert.embeddings.word_embeddings.weight"],
+        src["embeddings.word_embeddings.weight"],
+    )
     meta = json.loads((converted / "artifact.metadata").read_text())
-    assert meta == colbert_ai_metadata(pylate_dir) and meta["query_maxlen"] == 32 and meta["doc_maxlen"] == 180
+    assert (
+        meta == colbert_ai_metadata(pylate_dir)
+        and meta["query_maxlen"] == 32
+        and meta["doc_maxlen"] == 180
+    )
     assert check_colbert_ai(pylate_dir, converted) <= 1e-4
 
 
 def test_check_catches_a_wrong_conversion(pylate_dir, converted, tmp_path):
     import shutil
     from safetensors.torch import load_file, save_file
-    bad = tmp_path / "bad"; shutil.copytree(converted, bad)
-    cfg = json.loads((bad / "special_tokens_map.json").read_text()); cfg["pad_token"] = "[MASK]"   # PyLate's pad token kept
+
+    bad = tmp_path / "bad"
+    shutil.copytree(converted, bad)
+    cfg = json.loads((bad / "special_tokens_map.json").read_text())
+    cfg["pad_token"] = "[MASK]"  # PyLate's pad token kept
     (bad / "special_tokens_map.json").write_text(json.dumps(cfg))
-    cfg = json.loads((bad / "tokenizer_config.json").read_text()); cfg["pad_token"] = "[MASK]"
+    cfg = json.loads((bad / "tokenizer_config.json").read_text())
+    cfg["pad_token"] = "[MASK]"
     (bad / "tokenizer_config.json").write_text(json.dumps(cfg))
     with pytest.raises(ValueError, match="differs"):
         check_colbert_ai(pylate_dir, bad)
-    worse = tmp_path / "worse"; shutil.copytree(converted, worse)
-    w = load_file(worse / "model.safetensors"); w["linear.weight"] = w["linear.weight"] * 1.01 + 0.01
+    worse = tmp_path / "worse"
+    shutil.copytree(converted, worse)
+    w = load_file(worse / "model.safetensors")
+    w["linear.weight"] = w["linear.weight"] * 1.01 + 0.01
     save_file(w, worse / "model.safetensors")
     with pytest.raises(ValueError, match="differs"):
         check_colbert_ai(pylate_dir, worse)
@@ -213,8 +283,9 @@ def test_check_catches_a_wrong_conversion(pylate_dir, converted, tmp_path):
 
 def test_half_written_conversion_is_rebuilt_then_reused(pylate_dir, tmp_path):
     pytest.importorskip("colbert")
-    out = tmp_path / "ckpt"; out.mkdir()
-    (out / "model.safetensors").write_bytes(b"half")    # crash mid-conversion: no marker
+    out = tmp_path / "ckpt"
+    out.mkdir()
+    (out / "model.safetensors").write_bytes(b"half")  # crash mid-conversion: no marker
     assert not colbert_ai_complete(out, pylate_dir)
     with pytest.warns(UserWarning, match="rebuilding"):
         assert to_colbert_ai(pylate_dir, out) == out
@@ -222,10 +293,11 @@ def test_half_written_conversion_is_rebuilt_then_reused(pylate_dir, tmp_path):
     stamp = (out / MARKER).stat().st_mtime_ns
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert to_colbert_ai(pylate_dir, out) == out     # reused
+        assert to_colbert_ai(pylate_dir, out) == out  # reused
     assert (out / MARKER).stat().st_mtime_ns == stamp
-    assert not list(tmp_path.glob(".ckpt.*"))            # no temp folder left
-    with open(out / "model.safetensors", "r+b") as f: f.truncate(1000)   # damaged afterwards
+    assert not list(tmp_path.glob(".ckpt.*"))  # no temp folder left
+    with open(out / "model.safetensors", "r+b") as f:
+        f.truncate(1000)  # damaged afterwards
     assert not colbert_ai_complete(out, pylate_dir)
     with pytest.warns(UserWarning, match="rebuilding"):
         to_colbert_ai(pylate_dir, out)
@@ -234,7 +306,9 @@ def test_half_written_conversion_is_rebuilt_then_reused(pylate_dir, tmp_path):
 
 def test_conversion_refuses_what_colbert_ai_cannot_express(pylate_dir, tmp_path):
     import shutil
-    other = tmp_path / "other"; shutil.copytree(pylate_dir, other)
+
+    other = tmp_path / "other"
+    shutil.copytree(pylate_dir, other)
     st = json.loads((other / "config_sentence_transformers.json").read_text())
     st["skiplist_words"] = ["!"]
     (other / "config_sentence_transformers.json").write_text(json.dumps(st))
@@ -247,25 +321,32 @@ def test_conversion_refuses_what_colbert_ai_cannot_express(pylate_dir, tmp_path)
 @pytest.fixture(scope="module")
 def small_corpus():
     from irbook.chunking import chunk_book
+
     ch = {c: x.text for c, x in chunk_book("group", n=3).items() if x.chapter == 8}
     docs = dict(list(ch.items())[:40])
     qs = {q.qid: q.text for q in load_questions() if q.chapter == 8}
     return docs, dict(list(qs.items())[:6])
 
 
-def test_ragatouille_same_top_results_as_pylate(model, converted, small_corpus, tmp_path):
+def test_ragatouille_same_top_results_as_pylate(
+    model, converted, small_corpus, tmp_path
+):
     pytest.importorskip("ragatouille")
     docs, qs = small_corpus
     ids = list(docs)
-    flt = {q: set(ids[::2]) if j % 2 else set(ids) for j, q in enumerate(qs)}   # half the queries see every other doc
-    ref = ColBERTRetriever(model, progress=False).index(docs).search(qs, k=10, filter=flt)
+    flt = {
+        q: set(ids[::2]) if j % 2 else set(ids) for j, q in enumerate(qs)
+    }  # half the queries see every other doc
+    ref = (
+        ColBERTRetriever(model, progress=False).index(docs).search(qs, k=10, filter=flt)
+    )
     rag = RAGatouilleRetriever(converted, index_root=tmp_path / "idx").index(docs)
     run = rag.search(qs, k=10, filter=flt)
     assert set(run) == set(qs)
     for q in qs:
         assert set(run[q]) <= flt[q] and len(run[q]) == 10
         assert agree_up_to_ties(ref[q], run[q]), (q, ref[q], run[q])
-    rag.exact = False                                    # RAGatouille's own compressed scores: same filter, close scores
+    rag.exact = False  # RAGatouille's own compressed scores: same filter, close scores
     plaid = rag.search(qs, k=10, filter=flt)
     for q in qs:
         assert set(plaid[q]) <= flt[q] and len(plaid[q]) == 10

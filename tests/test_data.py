@@ -1,4 +1,5 @@
 """The data layer against a real HTTP server on 127.0.0.1 serving copies of the offline mirror."""
+
 import hashlib, http.server, json, os, shutil, socket, threading, warnings
 from pathlib import Path
 
@@ -7,22 +8,29 @@ import pytest
 from irbook import data as D
 from irbook.data import MARKER, build_folder, folder_is_complete
 
-SHARED = Path(os.environ.get("IRBOOK_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
-pytestmark = pytest.mark.skipif(not (SHARED / "fastbook-benchmark.json").is_file(),
-                                reason="needs the offline mirror (set IRBOOK_DATA)")
+SHARED = Path(
+    os.environ.get("IRBOOK_DATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
+pytestmark = pytest.mark.skipif(
+    not (SHARED / "fastbook-benchmark.json").is_file(),
+    reason="needs the offline mirror (set IRBOOK_DATA)",
+)
 NAME = "fastbook-benchmark.json"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
-    mode = "good"          # good | corrupt | hangup | missing
+    mode = "good"  # good | corrupt | hangup | missing
     hits: list = []
 
-    def log_message(self, *a): pass
+    def log_message(self, *a):
+        pass
 
     def do_GET(self):
         type(self).hits.append(self.path)
         if self.mode == "missing":
-            self.send_error(404); return
+            self.send_error(404)
+            return
         body = (SHARED / self.path.lstrip("/")).read_bytes()
         if self.mode == "corrupt":
             body = body[:100] + bytes([body[100] ^ 0xFF]) + body[101:]
@@ -30,7 +38,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.mode == "hangup":
-            self.wfile.write(body[: len(body) // 2]); self.wfile.flush()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
@@ -41,9 +50,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def server():
     _Handler.hits = []
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    t = threading.Thread(target=srv.serve_forever, daemon=True); t.start()
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
     yield srv, f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown(); srv.server_close()
+    srv.shutdown()
+    srv.server_close()
 
 
 @pytest.fixture
@@ -56,7 +67,11 @@ def env(tmp_path, monkeypatch):
 
 
 def _files(d: Path):
-    return sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file()) if d.exists() else []
+    return (
+        sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file())
+        if d.exists()
+        else []
+    )
 
 
 def test_good_download_lands_and_verifies(server, env):
@@ -67,7 +82,9 @@ def test_good_download_lands_and_verifies(server, env):
     assert hashlib.sha256(p.read_bytes()).hexdigest() == D.SOURCES[NAME].sha256
     assert len(D.load_benchmark()["questions"]) == 191
     # a second fetch is served from the cache, not the network
-    n = len(_Handler.hits); D.fetch(NAME, url=f"{base}/{NAME}"); assert len(_Handler.hits) == n
+    n = len(_Handler.hits)
+    D.fetch(NAME, url=f"{base}/{NAME}")
+    assert len(_Handler.hits) == n
 
 
 def test_corrupted_payload_raises_and_leaves_nothing(server, env):
@@ -99,7 +116,10 @@ def test_http_error_is_data_not_found(server, env):
 
 def test_offline_without_copy_names_file_url_and_variable(env, monkeypatch):
     # a closed port on loopback: the connection is refused, as with no network
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
     url = f"http://127.0.0.1:{port}/{NAME}"
     with pytest.raises(D.DataNotFound) as e:
         D.fetch(NAME, url=url, progress=False)
@@ -114,9 +134,11 @@ def test_offline_without_copy_names_file_url_and_variable(env, monkeypatch):
 
 def test_env_dir_wins_over_cache_without_network(server, env, tmp_path, monkeypatch):
     srv, base = server
-    off = tmp_path / "offline"; off.mkdir()
+    off = tmp_path / "offline"
+    off.mkdir()
     shutil.copy(SHARED / NAME, off / NAME)
-    (env).mkdir(parents=True); (env / NAME).write_text("stale cache entry")
+    (env).mkdir(parents=True)
+    (env / NAME).write_text("stale cache entry")
     monkeypatch.setenv(D.ENV_DATA, str(off))
     p = D.fetch(NAME, url=f"{base}/{NAME}")
     assert p == off / NAME and _Handler.hits == []
@@ -125,9 +147,13 @@ def test_env_dir_wins_over_cache_without_network(server, env, tmp_path, monkeypa
 def test_bad_cache_entry_is_replaced(server, env):
     srv, base = server
     _Handler.mode = "good"
-    env.mkdir(parents=True); (env / NAME).write_text('{"questions": [')  # truncated earlier copy
+    env.mkdir(parents=True)
+    (env / NAME).write_text('{"questions": [')  # truncated earlier copy
     p = D.fetch(NAME, url=f"{base}/{NAME}", progress=False)
-    assert hashlib.sha256(p.read_bytes()).hexdigest() == D.SOURCES[NAME].sha256 and len(_Handler.hits) == 1
+    assert (
+        hashlib.sha256(p.read_bytes()).hexdigest() == D.SOURCES[NAME].sha256
+        and len(_Handler.hits) == 1
+    )
 
 
 def test_wrong_hash_in_offline_dir_is_an_error(tmp_path, monkeypatch):
@@ -156,14 +182,20 @@ def _unhashed(monkeypatch, name):
     monkeypatch.setitem(D.SOURCES, name, D.Source(src.name, src.url, None, src.licence))
 
 
-@pytest.mark.parametrize("payload,loader,err", [
-    ('{"questions": [', D.load_benchmark, "not valid JSON"),
-    ('{"items": []}', D.load_benchmark, "no 'questions' list"),
-])
-def test_malformed_benchmark_is_rejected_and_not_cached(server, env, monkeypatch, payload, loader, err, tmp_path):
+@pytest.mark.parametrize(
+    "payload,loader,err",
+    [
+        ('{"questions": [', D.load_benchmark, "not valid JSON"),
+        ('{"items": []}', D.load_benchmark, "no 'questions' list"),
+    ],
+)
+def test_malformed_benchmark_is_rejected_and_not_cached(
+    server, env, monkeypatch, payload, loader, err, tmp_path
+):
     # a source without a pinned hash (like the 31 unmirrored JQaRA runs) is checked by parsing, and a bad copy is dropped
     _unhashed(monkeypatch, NAME)
-    env.mkdir(parents=True); (env / NAME).write_text(payload)
+    env.mkdir(parents=True)
+    (env / NAME).write_text(payload)
     with pytest.raises(D.MalformedData, match=err) as e:
         loader()
     assert NAME in str(e.value) and not (env / NAME).exists()
@@ -204,26 +236,34 @@ def _build(calls):
     def build(tmp):
         calls.append(tmp)
         (tmp / "model.safetensors").write_bytes(b"weights" * 100)
-        (tmp / "sub").mkdir(); (tmp / "sub" / "config.json").write_text("{}")
+        (tmp / "sub").mkdir()
+        (tmp / "sub" / "config.json").write_text("{}")
+
     return build
 
 
 def test_build_folder_reuses_complete_and_rebuilds_broken(tmp_path):
     f, calls, s = tmp_path / "m", [], "key-a"
-    assert build_folder(f, s, _build(calls)) == f and len(calls) == 1 and folder_is_complete(f, s)
+    assert (
+        build_folder(f, s, _build(calls)) == f
+        and len(calls) == 1
+        and folder_is_complete(f, s)
+    )
     stamp = (f / MARKER).stat().st_mtime_ns
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         build_folder(f, s, _build(calls))
-    assert len(calls) == 1 and (f / MARKER).stat().st_mtime_ns == stamp           # reused, not rebuilt
-    (f / "model.safetensors").write_bytes(b"weights")                             # truncated later
+    assert (
+        len(calls) == 1 and (f / MARKER).stat().st_mtime_ns == stamp
+    )  # reused, not rebuilt
+    (f / "model.safetensors").write_bytes(b"weights")  # truncated later
     with pytest.warns(UserWarning, match="rebuilding"):
         build_folder(f, s, _build(calls))
     assert len(calls) == 2 and folder_is_complete(f, s)
     with pytest.warns(UserWarning, match="rebuilding"):
         build_folder(f, "other settings", _build(calls))
     assert len(calls) == 3
-    (f / MARKER).unlink()                                                         # half-written: no marker
+    (f / MARKER).unlink()  # half-written: no marker
     with pytest.warns(UserWarning, match="rebuilding"):
         build_folder(f, s, _build(calls))
     assert len(calls) == 4 and not list(tmp_path.glob(".m.*"))
@@ -233,6 +273,7 @@ def test_build_folder_failure_leaves_nothing(tmp_path):
     def boom(tmp):
         (tmp / "model.safetensors").write_bytes(b"half")
         raise RuntimeError("killed mid-training")
+
     with pytest.raises(RuntimeError):
         build_folder(tmp_path / "m", "key-a", boom)
     assert not (tmp_path / "m").exists() and not list(tmp_path.glob(".m.*"))

@@ -2,6 +2,7 @@
 
 Expected values come from ranx itself on the same runs, from the RRF formula written out here, or from the
 retriever's own filtered search; nothing is read back from the code under test."""
+
 import json, random, warnings
 
 import numpy as np
@@ -10,7 +11,16 @@ import ranx
 from hypothesis import given, settings, strategies as st
 
 from irbook.chunking import Chunk
-from irbook.search.fusion import cached_run, fuse, maxp, ranking, rerank, rrf, split_questions, tune_fusion
+from irbook.search.fusion import (
+    cached_run,
+    fuse,
+    maxp,
+    ranking,
+    rerank,
+    rrf,
+    split_questions,
+    tune_fusion,
+)
 from irbook.search.fulltext import BM25sRetriever
 
 DOCS = [f"d{i}" for i in range(12)]
@@ -24,8 +34,17 @@ def run_pair(draw, n_runs=2):
     for _ in range(n_runs):
         run = {}
         for q in qids:
-            docs = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=8, unique=True))
-            scores = draw(st.lists(st.floats(-50, 50, allow_nan=False), min_size=len(docs), max_size=len(docs), unique=True))
+            docs = draw(
+                st.lists(st.sampled_from(DOCS), min_size=1, max_size=8, unique=True)
+            )
+            scores = draw(
+                st.lists(
+                    st.floats(-50, 50, allow_nan=False),
+                    min_size=len(docs),
+                    max_size=len(docs),
+                    unique=True,
+                )
+            )
             run[q] = dict(zip(docs, scores))
         runs.append(run)
     return runs
@@ -33,14 +52,18 @@ def run_pair(draw, n_runs=2):
 
 def _ranx(runs, **kw):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")      # numba's uint64 -> int64 cast warning inside ranx
+        warnings.simplefilter(
+            "ignore"
+        )  # numba's uint64 -> int64 cast warning inside ranx
         return ranx.fuse([ranx.Run(r) for r in runs], **kw).to_dict()
 
 
 def _same(ours, ref):
     for q in ref:
         assert set(ours[q]) == set(ref[q])
-        assert np.allclose([ours[q][d] for d in ref[q]], list(ref[q].values()), rtol=1e-9, atol=1e-12)
+        assert np.allclose(
+            [ours[q][d] for d in ref[q]], list(ref[q].values()), rtol=1e-9, atol=1e-12
+        )
 
 
 @settings(max_examples=25, deadline=None)
@@ -59,7 +82,10 @@ def test_wsum_equals_ranx(runs, w):
 @settings(max_examples=15, deadline=None)
 @given(run_pair(), st.sampled_from(["sum", "mnz"]), st.sampled_from([None, "min-max"]))
 def test_other_methods_equal_ranx(runs, method, norm):
-    _same(fuse(runs, method=method, norm=norm, k=None), _ranx(runs, method=method, norm=norm))
+    _same(
+        fuse(runs, method=method, norm=norm, k=None),
+        _ranx(runs, method=method, norm=norm),
+    )
 
 
 @settings(max_examples=25, deadline=None)
@@ -67,7 +93,9 @@ def test_other_methods_equal_ranx(runs, method, norm):
 def test_top_k_is_a_prefix_in_ranking_order(runs, k):
     full, top = rrf(runs, k=None), rrf(runs, k=k)
     for q in full:
-        assert list(top[q]) == ranking(full[q])[:k] and list(full[q]) == ranking(full[q])
+        assert list(top[q]) == ranking(full[q])[:k] and list(full[q]) == ranking(
+            full[q]
+        )
 
 
 def test_rrf_by_formula_with_ties_and_missing_queries():
@@ -76,26 +104,41 @@ def test_rrf_by_formula_with_ties_and_missing_queries():
         r1 = {"q1": {d: 1.0 for d in order}, "q3": {}}
         r2 = {"q1": {"c": 5.0}, "q2": {"x": 2.0, "y": 1.0}}
         f = rrf([r1, r2], k=None)
-        assert f["q1"] == pytest.approx({"a": 1 / 61, "b": 1 / 62, "c": 1 / 63 + 1 / 61})
+        assert f["q1"] == pytest.approx(
+            {"a": 1 / 61, "b": 1 / 62, "c": 1 / 63 + 1 / 61}
+        )
         assert list(f["q1"]) == ["c", "a", "b"]
         assert f["q2"] == pytest.approx({"x": 1 / 61, "y": 1 / 62}) and f["q3"] == {}
 
 
 def test_fuse_bad_input():
-    with pytest.raises(ValueError): fuse([])
-    with pytest.raises(ValueError): fuse({"q": {"a": 1.0}})
-    with pytest.raises(ValueError): fuse([{"q": ["a"]}, {"q": {"a": 1.0}}])
-    with pytest.raises(ValueError, match="weights"): fuse([{"q": {"a": 1.0}}, {"q": {"b": 1.0}}], method="wsum", params={"weights": [1.0]})
-    with pytest.raises(ValueError, match="k must"): rrf([{"q": {"a": 1.0}}], k=0)
+    with pytest.raises(ValueError):
+        fuse([])
+    with pytest.raises(ValueError):
+        fuse({"q": {"a": 1.0}})
+    with pytest.raises(ValueError):
+        fuse([{"q": ["a"]}, {"q": {"a": 1.0}}])
+    with pytest.raises(ValueError, match="weights"):
+        fuse(
+            [{"q": {"a": 1.0}}, {"q": {"b": 1.0}}],
+            method="wsum",
+            params={"weights": [1.0]},
+        )
+    with pytest.raises(ValueError, match="k must"):
+        rrf([{"q": {"a": 1.0}}], k=0)
     assert rrf([{"q": {}}, {}]) == {"q": {}}
 
 
 # --- tuning on one half only -------------------------------------------------------------------------
 
+
 def _toy(seed, n=30):
     rng = random.Random(seed)
     qids = [f"q{i:02d}" for i in range(n)]
-    runs = [{q: {d: rng.random() for d in rng.sample(DOCS, 6)} for q in qids} for _ in range(3)]
+    runs = [
+        {q: {d: rng.random() for d in rng.sample(DOCS, 6)} for q in qids}
+        for _ in range(3)
+    ]
     qrels = {q: {rng.choice(list(runs[0][q])): 1} for q in qids}
     return qids, runs, qrels
 
@@ -103,10 +146,15 @@ def _toy(seed, n=30):
 def test_split_questions():
     ids = [f"{c}_{i}" for c in range(1, 5) for i in range(1, 12)]
     tune, report = split_questions(ids, seed=3)
-    assert set(tune).isdisjoint(report) and set(tune) | set(report) == set(ids) and abs(len(tune) - len(report)) <= 1
+    assert (
+        set(tune).isdisjoint(report)
+        and set(tune) | set(report) == set(ids)
+        and abs(len(tune) - len(report)) <= 1
+    )
     assert split_questions(list(reversed(ids)), seed=3) == (tune, report)
     assert split_questions(ids, seed=4) != (tune, report)
-    with pytest.raises(ValueError): split_questions(ids, frac=1.0)
+    with pytest.raises(ValueError):
+        split_questions(ids, frac=1.0)
 
 
 @settings(max_examples=5, deadline=None)
@@ -117,13 +165,27 @@ def test_tuned_weights_never_see_the_reported_half(seed):
     w = tune_fusion(runs, qrels, tune, method="wsum")
     # scramble everything on the reported half: runs and qrels
     rng = random.Random(seed + 1)
-    runs2 = [{q: ({d: rng.random() for d in rng.sample(DOCS, 5)} if q in report else s) for q, s in r.items()} for r in runs]
-    qrels2 = {q: ({rng.choice(DOCS): 1} if q in report else v) for q, v in qrels.items()}
+    runs2 = [
+        {
+            q: ({d: rng.random() for d in rng.sample(DOCS, 5)} if q in report else s)
+            for q, s in r.items()
+        }
+        for r in runs
+    ]
+    qrels2 = {
+        q: ({rng.choice(DOCS): 1} if q in report else v) for q, v in qrels.items()
+    }
     assert tune_fusion(runs2, qrels2, tune, method="wsum") == w
     # and the tuned weights are the best on the tuning half by ranx's own grid search there
     only = lambda r: {q: r[q] for q in tune}
-    ref = ranx.optimize_fusion(ranx.Qrels({q: qrels[q] for q in tune}), [ranx.Run(only(r)) for r in runs],
-                               norm="min-max", method="wsum", metric="mrr@10", show_progress=False)
+    ref = ranx.optimize_fusion(
+        ranx.Qrels({q: qrels[q] for q in tune}),
+        [ranx.Run(only(r)) for r in runs],
+        norm="min-max",
+        method="wsum",
+        metric="mrr@10",
+        show_progress=False,
+    )
     assert w == ref
 
 
@@ -134,27 +196,40 @@ def test_tuning_can_see_a_difference():
     b = {q: {"z": 3.0, "y": 2.0, "x": 1.0} for q in qids}
     w = tune_fusion([a, b], {q: {"x": 1} for q in qids}, qids)["weights"]
     assert w[0] > w[1]
-    with pytest.raises(ValueError): tune_fusion([a], {q: {"x": 1} for q in qids}, qids)
-    with pytest.raises(ValueError): tune_fusion([a, b], {}, qids)
+    with pytest.raises(ValueError):
+        tune_fusion([a], {q: {"x": 1} for q in qids}, qids)
+    with pytest.raises(ValueError):
+        tune_fusion([a, b], {}, qids)
 
 
 # --- re-ranking ----------------------------------------------------------------------------------------
 
-CORPUS = {"a1": "A GPU is a graphics processing unit; GPUs train neural networks fast.",
-          "a2": "The CPU runs the program. The GPU runs the matrix multiplications.",
-          "a3": "Fine-tuning adapts a pretrained model to a new dataset.",
-          "b1": "A random forest averages many decision tree predictions.",
-          "b2": "A decision tree splits the data on one column at a time.",
-          "b3": "Gradient boosting fits each tree to the residuals of the previous ones.",
-          "c1": "The learning rate sets the size of each gradient step on the model.",
-          "c2": "Data augmentation makes new training images from the old ones."}
-QUERIES = {"q1": "Which unit runs the model on the GPU?", "q2": "How do decision tree ensembles fit the data?",
-           "q3": "What does the learning rate of a model set?"}
+CORPUS = {
+    "a1": "A GPU is a graphics processing unit; GPUs train neural networks fast.",
+    "a2": "The CPU runs the program. The GPU runs the matrix multiplications.",
+    "a3": "Fine-tuning adapts a pretrained model to a new dataset.",
+    "b1": "A random forest averages many decision tree predictions.",
+    "b2": "A decision tree splits the data on one column at a time.",
+    "b3": "Gradient boosting fits each tree to the residuals of the previous ones.",
+    "c1": "The learning rate sets the size of each gradient step on the model.",
+    "c2": "Data augmentation makes new training images from the old ones.",
+}
+QUERIES = {
+    "q1": "Which unit runs the model on the GPU?",
+    "q2": "How do decision tree ensembles fit the data?",
+    "q3": "What does the learning rate of a model set?",
+}
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.dictionaries(st.sampled_from(list(QUERIES)), st.dictionaries(st.sampled_from(list(CORPUS)), st.floats(0, 1), max_size=8)),
-       st.integers(1, 5), st.integers(1, 8))
+@given(
+    st.dictionaries(
+        st.sampled_from(list(QUERIES)),
+        st.dictionaries(st.sampled_from(list(CORPUS)), st.floats(0, 1), max_size=8),
+    ),
+    st.integers(1, 5),
+    st.integers(1, 8),
+)
 def test_rerank_only_returns_candidates(cands, k, depth):
     r = BM25sRetriever().index(CORPUS)
     out = rerank(r, QUERIES, cands, k=k, depth=depth)
@@ -164,42 +239,80 @@ def test_rerank_only_returns_candidates(cands, k, depth):
         assert set(out[q]) <= set(pool) and len(out[q]) <= k
         # the order is the second-stage retriever's own order on that pool
         ref = r.search({q: QUERIES[q]}, k=len(CORPUS), filter={q: set(pool)})[q]
-        assert list(out[q]) == ranking(ref)[:k] and all(out[q][d] == ref[d] for d in out[q])
+        assert list(out[q]) == ranking(ref)[:k] and all(
+            out[q][d] == ref[d] for d in out[q]
+        )
 
 
 def test_cached_run(tmp_path):
     calls = []
     make = lambda: calls.append(1) or {"q": {"a": 1.0}}
     assert cached_run("x", make, {"d": "t"}, 10, root=tmp_path) == {"q": {"a": 1.0}}
-    assert cached_run("x", make, {"d": "t"}, 10, root=tmp_path) == {"q": {"a": 1.0}} and len(calls) == 1
-    cached_run("x", make, {"d": "t2"}, 10, root=tmp_path); cached_run("y", make, {"d": "t"}, 10, root=tmp_path)
+    assert (
+        cached_run("x", make, {"d": "t"}, 10, root=tmp_path) == {"q": {"a": 1.0}}
+        and len(calls) == 1
+    )
+    cached_run("x", make, {"d": "t2"}, 10, root=tmp_path)
+    cached_run("y", make, {"d": "t"}, 10, root=tmp_path)
     assert len(calls) == 3
-    for p in tmp_path.glob("*.json"): p.write_text("{not json")          # damaged files are recomputed
-    assert cached_run("x", make, {"d": "t"}, 10, root=tmp_path) == {"q": {"a": 1.0}} and len(calls) == 4
+    for p in tmp_path.glob("*.json"):
+        p.write_text("{not json")  # damaged files are recomputed
+    assert (
+        cached_run("x", make, {"d": "t"}, 10, root=tmp_path) == {"q": {"a": 1.0}}
+        and len(calls) == 4
+    )
+
     def valid(p):
-        try: return bool(json.loads(p.read_text()))
-        except ValueError: return False
-    assert sum(map(valid, tmp_path.glob("*.json"))) == 1                 # only the recomputed one is whole again
+        try:
+            return bool(json.loads(p.read_text()))
+        except ValueError:
+            return False
+
+    assert (
+        sum(map(valid, tmp_path.glob("*.json"))) == 1
+    )  # only the recomputed one is whole again
 
 
-def test_cached_run_is_recomputed_when_the_retriever_code_changes(tmp_path, monkeypatch):
+def test_cached_run_is_recomputed_when_the_retriever_code_changes(
+    tmp_path, monkeypatch
+):
     import irbook.search.fusion as F
+
     calls = []
     make = lambda: calls.append(1) or {"q": {"a": float(len(calls))}}
     assert F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 1.0}}
-    assert F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 1.0}} and len(calls) == 1
+    assert (
+        F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 1.0}}
+        and len(calls) == 1
+    )
     monkeypatch.setattr(F, "_code_fingerprint", lambda: "other code")
-    assert F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 2.0}} and len(calls) == 2
+    assert (
+        F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 2.0}}
+        and len(calls) == 2
+    )
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.lists(st.integers(0, 3), min_size=6, max_size=6), st.dictionaries(st.sampled_from([f"p{i}" for i in range(6)]), st.floats(-5, 5), max_size=6))
+@given(
+    st.lists(st.integers(0, 3), min_size=6, max_size=6),
+    st.dictionaries(
+        st.sampled_from([f"p{i}" for i in range(6)]), st.floats(-5, 5), max_size=6
+    ),
+)
 def test_maxp_is_the_best_contained_paragraph(owner, scores):
     # six one-block paragraphs in chapter 1; coarse chunk w<j> holds the paragraphs i with owner[i] == j
     fine = {f"p{i}": Chunk(f"p{i}", 1, "x", blocks=(i,)) for i in range(6)}
-    coarse = {f"w{j}": Chunk(f"w{j}", 1, "x", blocks=tuple(i for i in range(6) if owner[i] == j)) for j in set(owner)}
+    coarse = {
+        f"w{j}": Chunk(
+            f"w{j}", 1, "x", blocks=tuple(i for i in range(6) if owner[i] == j)
+        )
+        for j in set(owner)
+    }
     out = maxp({"q": scores}, fine, coarse)["q"]
     expect = {}
     for i in range(6):
-        if f"p{i}" in scores: expect[f"w{owner[i]}"] = max(expect.get(f"w{owner[i]}", -np.inf), scores[f"p{i}"])
+        if f"p{i}" in scores:
+            expect[f"w{owner[i]}"] = max(
+                expect.get(f"w{owner[i]}", -np.inf), scores[f"p{i}"]
+            )
     assert out == expect

@@ -1,4 +1,5 @@
 """irbook.jqara: the JQaRA leaderboard reproduced with both engines, and the helpers' behaviour on bad input."""
+
 import math, os, re, warnings
 from pathlib import Path
 
@@ -6,16 +7,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-SHARED = Path(os.environ.get("IRBOOK_DATA") or Path(__file__).resolve().parents[2] / "shared" / "data")
-pytestmark = pytest.mark.skipif(not (SHARED / "jqara" / "qrels.trec").is_file(),
-                                reason="needs the offline JQaRA mirror (set IRBOOK_DATA)")
+SHARED = Path(
+    os.environ.get("IRBOOK_DATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
+pytestmark = pytest.mark.skipif(
+    not (SHARED / "jqara" / "qrels.trec").is_file(),
+    reason="needs the offline JQaRA mirror (set IRBOOK_DATA)",
+)
 warnings.filterwarnings("ignore", message=".*unsafe cast.*")
 
 ranx = pytest.importorskip("ranx")
 from scipy import stats as sps
 
 from irbook import jqara as J
-from irbook.data import JQARA_OFFLINE_RUNS, DataNotFound, load_jqara_expected, load_jqara_qrels
+from irbook.data import (
+    JQARA_OFFLINE_RUNS,
+    DataNotFound,
+    load_jqara_expected,
+    load_jqara_qrels,
+)
 from irbook.metrics import QueryMismatch
 
 MIDDLE = ["multilingual-e5-large", "bge-m3+dense", "ruri-small"]
@@ -44,7 +55,11 @@ def runs(_offline_data):
 
 def _toy():
     q = {"q1": {"a": 1, "b": 1}, "q2": {"c": 1}, "q3": {"d": 1}}
-    r = {"q1": {"a": 0.9, "x": 0.8, "b": 0.1}, "q2": {"y": 0.5, "c": 0.4}, "q3": {"d": 0.3, "z": 0.2}}
+    r = {
+        "q1": {"a": 0.9, "x": 0.8, "b": 0.1},
+        "q2": {"y": 0.5, "c": 0.4},
+        "q3": {"d": 0.3, "z": 0.2},
+    }
     return q, r
 
 
@@ -57,8 +72,18 @@ def test_leaderboard_reproduces_published_values_with_both_engines(qrels, runs):
     for name in JQARA_OFFLINE_RUNS:
         for m in J.LEADERBOARD_METRICS:
             pub = expected[name][m]
-            assert abs(ours.loc[name, m] - pub) < 5e-5, (name, m, ours.loc[name, m], pub)
-            assert abs(theirs.loc[name, m] - pub) < 5e-5, (name, m, theirs.loc[name, m], pub)
+            assert abs(ours.loc[name, m] - pub) < 5e-5, (
+                name,
+                m,
+                ours.loc[name, m],
+                pub,
+            )
+            assert abs(theirs.loc[name, m] - pub) < 5e-5, (
+                name,
+                m,
+                theirs.loc[name, m],
+                pub,
+            )
             assert abs(ours.loc[name, m] - theirs.loc[name, m]) < 1e-9, (name, m)
             assert ours.loc[name, f"{m} published"] == pub
     assert (ours["max |diff|"] < 5e-5).all()
@@ -68,18 +93,22 @@ def test_leaderboard_reproduces_published_values_with_both_engines(qrels, runs):
 
 
 def test_leaderboard_single_metric_and_list_of_runs(qrels, runs):
-    named = [runs["bm25"], runs["random"]]          # ranx Runs carry their names
+    named = [runs["bm25"], runs["random"]]  # ranx Runs carry their names
     for engine in ("irbook", "ranx"):
         t = J.leaderboard(named, qrels, "mrr@10", engine=engine)
         assert list(t.columns) == ["mrr@10"] and list(t.index) == ["bm25", "random"]
-        assert t.loc["bm25", "mrr@10"] == pytest.approx(ranx.evaluate(qrels, runs["bm25"], "mrr@10"), abs=1e-12)
+        assert t.loc["bm25", "mrr@10"] == pytest.approx(
+            ranx.evaluate(qrels, runs["bm25"], "mrr@10"), abs=1e-12
+        )
 
 
 def test_per_query_matches_ranx(qrels, runs):
     pq = J.per_query({n: runs[n] for n in ["bm25", "ruri-small"]}, qrels, "ndcg@10")
     assert list(pq.columns) == ["bm25", "ruri-small"] and len(pq) == len(qrels.keys())
     for n in pq.columns:
-        ref = ranx.evaluate(qrels, runs[n], ["ndcg@10", "mrr@10"], return_mean=False)["ndcg@10"]
+        ref = ranx.evaluate(qrels, runs[n], ["ndcg@10", "mrr@10"], return_mean=False)[
+            "ndcg@10"
+        ]
         assert np.allclose(pq[n].to_numpy(), ref, atol=1e-12)
 
 
@@ -90,18 +119,27 @@ def test_significance_matrix_equals_scipy_paired_t_test(qrels, runs):
     assert list(p.index) == MIDDLE == list(p.columns)
     assert np.isnan(np.diag(p.to_numpy())).all()
     assert np.allclose(p.to_numpy(), p.to_numpy().T, equal_nan=True)
-    per_q = {n: ranx.evaluate(qrels, r, ["ndcg@10", "mrr@10"], return_mean=False)["ndcg@10"] for n, r in sub.items()}
+    per_q = {
+        n: ranx.evaluate(qrels, r, ["ndcg@10", "mrr@10"], return_mean=False)["ndcg@10"]
+        for n, r in sub.items()
+    }
     for a in MIDDLE:
         for b in MIDDLE:
             if a != b:
-                assert p.loc[a, b] == pytest.approx(sps.ttest_rel(per_q[a], per_q[b]).pvalue, rel=1e-6, abs=1e-12)
+                assert p.loc[a, b] == pytest.approx(
+                    sps.ttest_rel(per_q[a], per_q[b]).pvalue, rel=1e-6, abs=1e-12
+                )
     # renaming for the report leaves the caller's runs alone
     assert runs["bge-m3+dense"].name == "bge-m3+dense"
 
 
 def test_significance_matrix_fisher_is_a_valid_p_value(qrels, runs):
-    p = J.significance_matrix(qrels, {n: runs[n] for n in ["bge-m3+dense", "ruri-small", "random"]},
-                              stat_test="fisher", n_permutations=200)
+    p = J.significance_matrix(
+        qrels,
+        {n: runs[n] for n in ["bge-m3+dense", "ruri-small", "random"]},
+        stat_test="fisher",
+        n_permutations=200,
+    )
     # p in steps of 1/200; the close pair is far from significant, random is far from both
     assert p.loc["bge-m3+dense", "ruri-small"] > 0.2
     assert p.loc["random", "ruri-small"] == 0.0
@@ -126,10 +164,19 @@ def test_query_mismatch_is_reported_with_the_run_name(engine):
     qr, sr = ranx.Qrels(q), ranx.Run(short, name="short")
     with pytest.raises(QueryMismatch, match="run 'short'") as e:
         J.leaderboard({"short": sr}, qr, ["ndcg@10"], engine=engine)
-    assert isinstance(e.value, ValueError) and isinstance(e.value, AssertionError)   # what irbook and ranx raise
-    if engine == "irbook": assert "'q2'" in str(e.value)
+    assert isinstance(e.value, ValueError) and isinstance(
+        e.value, AssertionError
+    )  # what irbook and ranx raise
+    if engine == "irbook":
+        assert "'q2'" in str(e.value)
     # make_comparable behaves as in ranx: the missing query scores 0
-    t = J.leaderboard({"short": ranx.Run(short)}, ranx.Qrels(q), ["ndcg@10"], engine=engine, make_comparable=True)
+    t = J.leaderboard(
+        {"short": ranx.Run(short)},
+        ranx.Qrels(q),
+        ["ndcg@10"],
+        engine=engine,
+        make_comparable=True,
+    )
     ref = ranx.evaluate(ranx.Qrels(q), ranx.Run(short), "ndcg@10", make_comparable=True)
     assert t.loc["short", "ndcg@10"] == pytest.approx(ref, abs=1e-12)
     assert ref < ranx.evaluate(ranx.Qrels(q), ranx.Run(r), "ndcg@10")
@@ -153,7 +200,10 @@ def test_bad_scores_name_the_run():
 def test_leaderboard_argument_checks(runs, qrels):
     with pytest.raises(ValueError, match="engine"):
         J.leaderboard({"bm25": runs["bm25"]}, qrels, engine="trec_eval")
-    a, b = ranx.Run({"q1": {"a": 1.0}}, name="same"), ranx.Run({"q1": {"b": 1.0}}, name="same")
+    a, b = (
+        ranx.Run({"q1": {"a": 1.0}}, name="same"),
+        ranx.Run({"q1": {"b": 1.0}}, name="same"),
+    )
     with pytest.raises(ValueError, match="two runs are named 'same'"):
         J.leaderboard([a, b], {"q1": {"a": 1}})
 
@@ -166,7 +216,9 @@ def test_local_runs_are_the_offline_mirror():
 def test_unknown_run_names_fail_before_loading(monkeypatch):
     loaded = []
     monkeypatch.setattr(J, "load_jqara_run", lambda name: loaded.append(name))
-    with pytest.raises(ValueError, match=r"unknown JQaRA runs 'nope', 'bm26'.*published runs:.*bm25"):
+    with pytest.raises(
+        ValueError, match=r"unknown JQaRA runs 'nope', 'bm26'.*published runs:.*bm25"
+    ):
         J.load_runs(["bm25", "nope", "bm26"])
     with pytest.raises(ValueError, match="unknown JQaRA run 'BM25'"):
         J.load_runs("BM25")
@@ -180,7 +232,9 @@ def test_runs_that_cannot_be_fetched_raise_or_are_skipped(monkeypatch):
     # offline (IRBOOK_OFFLINE=1), a published run that is not mirrored cannot be fetched
     with pytest.raises(DataNotFound, match=re.escape(online_only)):
         J.load_runs([online_only])
-    with pytest.warns(UserWarning, match=f"skipped 1 JQaRA runs.*{re.escape(online_only)}"):
+    with pytest.warns(
+        UserWarning, match=f"skipped 1 JQaRA runs.*{re.escape(online_only)}"
+    ):
         got = J.load_runs(["random", online_only], missing="skip")
     assert list(got) == ["random"] and got["random"].name == "random"
 
@@ -189,7 +243,10 @@ def test_split_qrels_and_restricted_runs(qrels, runs):
     tune, test = J.split_qrels(seed=0)
     t, s, full = set(tune.keys()), set(test.keys()), set(qrels.keys())
     assert t.isdisjoint(s) and t | s == full and abs(len(t) - len(s)) <= 1
-    assert set(J.split_qrels(seed=0)[0].keys()) == t and set(J.split_qrels(seed=1)[0].keys()) != t
+    assert (
+        set(J.split_qrels(seed=0)[0].keys()) == t
+        and set(J.split_qrels(seed=1)[0].keys()) != t
+    )
     assert len(J.split_qrels(frac=0.25)[0].keys()) == round(0.25 * len(full))
     for bad in (0, 1, 1.5):
         with pytest.raises(ValueError, match="frac"):
@@ -197,6 +254,12 @@ def test_split_qrels_and_restricted_runs(qrels, runs):
     half = J.load_runs(["bm25"], restrict_to=tune)["bm25"]
     assert set(half.keys()) == t
     pq = J.per_query({"bm25": runs["bm25"]}, qrels)["bm25"]
-    assert J.leaderboard({"bm25": half}, tune, ["ndcg@10"]).iloc[0, 0] == pytest.approx(pq.loc[sorted(t)].mean(), abs=1e-12)
-    assert ranx.evaluate(tune, half, "ndcg@10") == pytest.approx(pq.loc[sorted(t)].mean(), abs=1e-12)
-    assert set(runs["bm25"].keys()) == full        # the shared run was not restricted in place
+    assert J.leaderboard({"bm25": half}, tune, ["ndcg@10"]).iloc[0, 0] == pytest.approx(
+        pq.loc[sorted(t)].mean(), abs=1e-12
+    )
+    assert ranx.evaluate(tune, half, "ndcg@10") == pytest.approx(
+        pq.loc[sorted(t)].mean(), abs=1e-12
+    )
+    assert (
+        set(runs["bm25"].keys()) == full
+    )  # the shared run was not restricted in place

@@ -3,6 +3,7 @@ queries present on one side only behave as in ranx.
 
 Run: python -m pytest tests/test_metrics_errors.py -q
 """
+
 import math
 import warnings
 
@@ -15,7 +16,9 @@ warnings.filterwarnings("ignore", module="numba")
 
 Q = {"q1": {"d1": 1, "d2": 0}, "q2": {"d3": 2}}
 R = {"q1": {"d1": 0.5, "d2": 0.7}, "q2": {"d3": 1.0, "d4": 0.2}}
-METRIC = next(iter(sorted(M.METRICS)))          # any registered metric will do for the input checks
+METRIC = next(
+    iter(sorted(M.METRICS))
+)  # any registered metric will do for the input checks
 
 
 def raises(match, qrels=Q, run=R, metrics=METRIC, **kw):
@@ -25,7 +28,9 @@ def raises(match, qrels=Q, run=R, metrics=METRIC, **kw):
 
 
 # ------------------------------------------------------------------ scores
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), np.nan, np.float32("nan")])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), -float("inf"), np.nan, np.float32("nan")]
+)
 def test_non_finite_score(bad):
     msg = raises("not finite", run={"q1": {"d1": 0.5, "d2": bad}, "q2": R["q2"]})
     assert "'d2'" in msg and "'q1'" in msg
@@ -38,13 +43,26 @@ def test_non_numeric_score():
 
 def test_non_finite_score_in_ranx_run():
     from ranx import Qrels, Run
-    msg = raises("not finite", qrels=Qrels(Q), run=Run({"q1": {"d1": 0.5, "d2": float("nan")}, "q2": R["q2"]}))
+
+    msg = raises(
+        "not finite",
+        qrels=Qrels(Q),
+        run=Run({"q1": {"d1": 0.5, "d2": float("nan")}, "q2": R["q2"]}),
+    )
     assert "'d2'" in msg and "'q1'" in msg
 
 
 # ------------------------------------------------------------------ labels
-@pytest.mark.parametrize("bad,what", [(-1, "negative"), (1.5, "not an integer"), ("x", "not a number"),
-                                      (float("nan"), "not an integer"), (None, "not a number")])
+@pytest.mark.parametrize(
+    "bad,what",
+    [
+        (-1, "negative"),
+        (1.5, "not an integer"),
+        ("x", "not a number"),
+        (float("nan"), "not an integer"),
+        (None, "not a number"),
+    ],
+)
 def test_bad_label(bad, what):
     msg = raises(what, qrels={"q1": {"d1": 1, "d2": bad}, "q2": Q["q2"]})
     assert "'d2'" in msg and "'q1'" in msg
@@ -57,18 +75,25 @@ def test_integer_valued_float_label_is_fine():
 
 def test_negative_label_in_ranx_qrels():
     from ranx import Qrels
+
     msg = raises("negative", qrels=Qrels({"q1": {"d1": 1, "d2": -1}, "q2": Q["q2"]}))
     assert "'d2'" in msg and "'q1'" in msg
 
 
 # ------------------------------------------------------------------ duplicates
 def test_duplicate_doc_in_pairs():
-    msg = raises("duplicate doc id 'd1' in query 'q1'", run={"q1": [("d1", 0.9), ("d2", 0.5), ("d1", 0.1)], "q2": R["q2"]})
+    msg = raises(
+        "duplicate doc id 'd1' in query 'q1'",
+        run={"q1": [("d1", 0.9), ("d2", 0.5), ("d1", 0.1)], "q2": R["q2"]},
+    )
     assert msg
 
 
 def test_duplicate_doc_in_qrels_pairs():
-    raises("duplicate doc id 'd3' in query 'q2'", qrels={"q1": Q["q1"], "q2": [("d3", 1), ("d3", 0)]})
+    raises(
+        "duplicate doc id 'd3' in query 'q2'",
+        qrels={"q1": Q["q1"], "q2": [("d3", 1), ("d3", 0)]},
+    )
 
 
 def test_pairs_without_duplicates_equal_dict():
@@ -84,7 +109,9 @@ def test_malformed_pairs():
 def test_duplicate_line_in_trec_run(tmp_path):
     p = tmp_path / "r.trec"
     p.write_text("q1 Q0 d1 1 0.9 s\nq1 Q0 d2 2 0.5 s\nq1 Q0 d1 3 0.1 s\n")
-    with pytest.raises(ValueError, match="line 3: duplicate doc id 'd1' in query 'q1'") as e:
+    with pytest.raises(
+        ValueError, match="line 3: duplicate doc id 'd1' in query 'q1'"
+    ) as e:
         M.read_run(p)
     assert str(p) in str(e.value)
 
@@ -96,24 +123,43 @@ def test_duplicate_line_in_trec_qrels(tmp_path):
         M.read_qrels(p)
 
 
-@pytest.mark.parametrize("text,match", [("q1 Q0 d1 1 0.9\n", "6 fields"), ("q1 Q0 d1 1 abc s\n", "not a number"),
-                                        ("q1 Q0 d1 1 nan s\n", "not finite")])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("q1 Q0 d1 1 0.9\n", "6 fields"),
+        ("q1 Q0 d1 1 abc s\n", "not a number"),
+        ("q1 Q0 d1 1 nan s\n", "not finite"),
+    ],
+)
 def test_malformed_trec_run(tmp_path, text, match):
-    p = tmp_path / "r.trec"; p.write_text(text)
-    with pytest.raises(ValueError, match=match): M.read_run(p)
+    p = tmp_path / "r.trec"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        M.read_run(p)
 
 
-@pytest.mark.parametrize("text,match", [("q1 0 d1\n", "4 fields"), ("q1 0 d1 x\n", "not an integer"),
-                                        ("q1 0 d1 -2\n", "negative"), ("\n", "no judgements")])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("q1 0 d1\n", "4 fields"),
+        ("q1 0 d1 x\n", "not an integer"),
+        ("q1 0 d1 -2\n", "negative"),
+        ("\n", "no judgements"),
+    ],
+)
 def test_malformed_trec_qrels(tmp_path, text, match):
-    p = tmp_path / "q.trec"; p.write_text(text)
-    with pytest.raises(ValueError, match=match): M.read_qrels(p)
+    p = tmp_path / "q.trec"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        M.read_qrels(p)
 
 
 def test_trec_round_trip_with_ranx(tmp_path):
     "ranx writes, irbook reads (and the reverse) to the same dicts."
     from ranx import Qrels, Run
-    Qrels(Q).save(str(tmp_path / "q.trec")); Run(R, name="x").save(str(tmp_path / "r.trec"))
+
+    Qrels(Q).save(str(tmp_path / "q.trec"))
+    Run(R, name="x").save(str(tmp_path / "r.trec"))
     assert M.read_qrels(tmp_path / "q.trec") == Q
     assert M.read_run(tmp_path / "r.trec") == R
     Run(R).save(str(tmp_path / "r.lz4"))
@@ -121,27 +167,34 @@ def test_trec_round_trip_with_ranx(tmp_path):
 
 
 # ------------------------------------------------------------------ k, p, names
-@pytest.mark.parametrize("name", [f"{METRIC}@0", f"{METRIC}@-1", f"{METRIC}@x", f"{METRIC}@1.5"])
+@pytest.mark.parametrize(
+    "name", [f"{METRIC}@0", f"{METRIC}@-1", f"{METRIC}@x", f"{METRIC}@1.5"]
+)
 def test_bad_k(name):
     raises("k", metrics=name)
 
 
 @pytest.mark.parametrize("k", [0, -3, 1.5, True])
 def test_check_k(k):
-    with pytest.raises(ValueError, match="positive integer"): M.check_k(k)
+    with pytest.raises(ValueError, match="positive integer"):
+        M.check_k(k)
 
 
 @pytest.mark.parametrize("p", [0, 1, 1.5, -0.2, float("nan")])
 def test_check_p(p):
-    with pytest.raises(ValueError, match="strictly between 0 and 1"): M.check_p(p)
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        M.check_p(p)
 
 
 @pytest.mark.parametrize("name", ["rbp", "rbp.0", "rbp.x", "rbp.", "rbp@"])
 def test_bad_rbp_name(name):
-    with pytest.raises(ValueError): M.parse_metric(name)
+    with pytest.raises(ValueError):
+        M.parse_metric(name)
 
 
-@pytest.mark.parametrize("name", ["nope", "nope@10", "NDCG@10", "precision@10-lx", "", 7])
+@pytest.mark.parametrize(
+    "name", ["nope", "nope@10", "NDCG@10", "precision@10-lx", "", 7]
+)
 def test_unknown_or_malformed_metric(name):
     with pytest.raises(ValueError):
         M.evaluate(Q, R, [name])
@@ -164,6 +217,7 @@ def test_empty_qrels(qrels):
 
 def test_empty_ranx_qrels():
     from ranx import Qrels
+
     raises("qrels is empty", qrels=Qrels(), run=R)
 
 
@@ -176,6 +230,7 @@ def test_missing_query_raises_like_ranx():
     "Like ranx: differing query sets are an error (ours is both a ValueError and an AssertionError)."
     from ranx import Qrels, Run
     from ranx import evaluate as ranx_evaluate
+
     run = {"q1": R["q1"], "q3": {"d1": 1.0}}
     with pytest.raises(AssertionError):
         ranx_evaluate(Qrels(Q), Run(run), "precision@1")
@@ -183,20 +238,33 @@ def test_missing_query_raises_like_ranx():
         with pytest.raises(AssertionError) as e:
             M.evaluate(qrels_in, run_in, METRIC)
         assert isinstance(e.value, ValueError) and isinstance(e.value, M.QueryMismatch)
-        assert "'q2'" in str(e.value) and "'q3'" in str(e.value) and "make_comparable" in str(e.value)
+        assert (
+            "'q2'" in str(e.value)
+            and "'q3'" in str(e.value)
+            and "make_comparable" in str(e.value)
+        )
 
 
 def test_make_comparable_like_ranx():
     "Missing query -> empty results (scores 0, counted in the mean); extra query dropped; input not modified."
     from ranx import Qrels, Run
     from ranx import evaluate as ranx_evaluate
+
     run = {"q1": R["q1"], "q3": {"d1": 1.0}}
     ms = sorted(M.METRICS)
     spellings = [("rbp.8" if m == "rbp" else f"{m}@2") for m in ms]
-    theirs = ranx_evaluate(Qrels(Q), Run(run), spellings + ["hits@1"], return_mean=False, make_comparable=True)
+    theirs = ranx_evaluate(
+        Qrels(Q),
+        Run(run),
+        spellings + ["hits@1"],
+        return_mean=False,
+        make_comparable=True,
+    )
     run_obj = Run(run)
     for qrels_in, run_in in [(Q, run), (Qrels(Q), run_obj)]:
-        ours = M.evaluate(qrels_in, run_in, spellings, per_query=True, make_comparable=True)
+        ours = M.evaluate(
+            qrels_in, run_in, spellings, per_query=True, make_comparable=True
+        )
         assert list(ours.index) == ["q1", "q2"]
         assert (ours.loc["q2"] == 0).all()
         for m in spellings:
@@ -207,13 +275,16 @@ def test_make_comparable_like_ranx():
 def test_same_queries_any_order():
     "Queries are matched by id, whatever the key order of the dicts (ranx's dict path pairs them by position)."
     r_rev = dict(reversed(list(R.items())))
-    assert M.evaluate(Q, r_rev, METRIC, per_query=True).equals(M.evaluate(Q, R, METRIC, per_query=True))
+    assert M.evaluate(Q, r_rev, METRIC, per_query=True).equals(
+        M.evaluate(Q, R, METRIC, per_query=True)
+    )
 
 
 def test_query_with_empty_results():
     "An empty result list is valid input and scores 0, as in ranx."
     from ranx import Qrels, Run
     from ranx import evaluate as ranx_evaluate
+
     run = {"q1": R["q1"], "q2": {}}
     ms = [("rbp.8" if m == "rbp" else m) for m in sorted(M.METRICS)]
     ours = M.evaluate(Q, run, ms, per_query=True)

@@ -2,6 +2,7 @@
 
 Cells flagged with a flag from settings.ini's `tst_flags` (e.g. `#| slow`) are skipped unless that flag is
 listed in IRBOOK_TEST_FLAGS (e.g. IRBOOK_TEST_FLAGS=slow make test); `#| eval: false` cells never run."""
+
 import os
 from pathlib import Path
 
@@ -18,7 +19,9 @@ def _flags():
     known = cfg.get("tst_flags", "").split()
     force = os.environ.get("IRBOOK_TEST_FLAGS", "").split()
     unknown = set(force) - set(known)
-    assert not unknown, f"IRBOOK_TEST_FLAGS has flags not in settings.ini tst_flags: {unknown}"
+    assert not unknown, (
+        f"IRBOOK_TEST_FLAGS has flags not in settings.ini tst_flags: {unknown}"
+    )
     return [f for f in known if f not in force], force
 
 
@@ -29,5 +32,12 @@ def test_there_are_notebooks():
 @pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook(nb):
     skip, force = _flags()
-    ok, secs = run_notebook(nb, skip_flags=skip, force_flags=force, do_print=False, showerr=True, basepath=ROOT)
+    ok, secs = run_notebook(
+        nb,
+        skip_flags=skip,
+        force_flags=force,
+        do_print=False,
+        showerr=True,
+        basepath=ROOT,
+    )
     assert ok, f"{nb.name} failed (see the traceback printed above)"

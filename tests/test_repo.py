@@ -1,4 +1,5 @@
 """Repository hygiene that protects users and licences."""
+
 import json, subprocess, sys
 from pathlib import Path
 
@@ -8,8 +9,15 @@ NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
 
 def test_notebooks_are_committed_without_outputs():
     # outputs are produced by the book build; committed outputs could carry fastbook prose (not redistributable)
-    dirty = [nb.name for nb in NOTEBOOKS
-             if any(c.get("outputs") for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code")]
+    dirty = [
+        nb.name
+        for nb in NOTEBOOKS
+        if any(
+            c.get("outputs")
+            for c in json.loads(nb.read_text())["cells"]
+            if c["cell_type"] == "code"
+        )
+    ]
     assert not dirty, f"notebooks with outputs: {dirty}"
 
 
@@ -19,9 +27,12 @@ def test_nbdev_tags_are_mirrored_for_jupyter_book():
     for nb in NOTEBOOKS:
         for i, c in enumerate(json.loads(nb.read_text())["cells"]):
             src, tags = "".join(c["source"]), c.get("metadata", {}).get("tags", [])
-            if c["cell_type"] != "code": continue
-            if ("#| hide" in src or "#|hide" in src) and "remove-cell" not in tags: bad.append((nb.name, i, "hide"))
-            if "#| eval: false" in src and "skip-execution" not in tags: bad.append((nb.name, i, "eval"))
+            if c["cell_type"] != "code":
+                continue
+            if ("#| hide" in src or "#|hide" in src) and "remove-cell" not in tags:
+                bad.append((nb.name, i, "hide"))
+            if "#| eval: false" in src and "skip-execution" not in tags:
+                bad.append((nb.name, i, "eval"))
     assert not bad, bad
 
 
@@ -32,6 +43,10 @@ def test_toc_lists_every_notebook():
 
 
 def test_package_imports_and_has_version():
-    out = subprocess.run([sys.executable, "-c", "import irbook; print(irbook.__version__)"],
-                         capture_output=True, text=True, cwd=ROOT / "tests")
+    out = subprocess.run(
+        [sys.executable, "-c", "import irbook; print(irbook.__version__)"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT / "tests",
+    )
     assert out.returncode == 0 and out.stdout.strip(), out.stderr

@@ -1,11 +1,14 @@
 """Checks on the built course website (`make book`, then `make site-check`, which sets IRBOOK_SITE)."""
+
 import os, re
 from pathlib import Path
 
 import pytest
 
 SITE = os.environ.get("IRBOOK_SITE")
-pytestmark = pytest.mark.skipif(not SITE, reason="site checks run after `make book` via `make site-check`")
+pytestmark = pytest.mark.skipif(
+    not SITE, reason="site checks run after `make book` via `make site-check`"
+)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -29,17 +32,27 @@ def test_chapter_has_executed_outputs_and_api_reference():
     page = _html("nbs/00_data.html")
     outputs = re.findall(r'class="cell_output', page)
     assert len(outputs) >= 5, "executed outputs missing"
-    assert "191" in page                       # the benchmark's question count, printed by an executed cell
-    assert "Path to the verified local copy" in page  # show_doc output of fetch (API reference)
+    assert "191" in page  # the benchmark's question count, printed by an executed cell
+    assert (
+        "Path to the verified local copy" in page
+    )  # show_doc output of fetch (API reference)
 
 
 def test_figures_are_in_the_pages():
     # every metric chapter draws; a kernel with a non-inline matplotlib backend would silently drop the figures
-    for rel in ["nbs/02_set_metrics.html", "nbs/03_rank_metrics.html", "nbs/04_graded_metrics.html", "nbs/05_choosing_metrics.html"]:
+    for rel in [
+        "nbs/02_set_metrics.html",
+        "nbs/03_rank_metrics.html",
+        "nbs/04_graded_metrics.html",
+        "nbs/05_choosing_metrics.html",
+    ]:
         imgs = re.findall(r'<img[^>]+src="([^"]+\.png)"', _html(rel))
         assert len(imgs) >= 3, f"{rel}: {len(imgs)} figures"
         for src in imgs:
-            assert (Path(SITE) / rel).parent.joinpath(src).resolve().is_file(), (rel, src)
+            assert (Path(SITE) / rel).parent.joinpath(src).resolve().is_file(), (
+                rel,
+                src,
+            )
 
 
 def test_no_remote_scripts_or_styles():
@@ -47,7 +60,9 @@ def test_no_remote_scripts_or_styles():
     for p in _pages():
         html = p.read_text(encoding="utf-8")
         for tag in re.findall(r"<(?:script|link)\b[^>]*>", html):
-            if re.search(r'(?:src|href)="(?:https?:)?//', tag) and ("stylesheet" in tag or "<script" in tag or "preload" in tag):
+            if re.search(r'(?:src|href)="(?:https?:)?//', tag) and (
+                "stylesheet" in tag or "<script" in tag or "preload" in tag
+            ):
                 bad.append((p.name, tag[:120]))
     assert not bad, bad[:5]
 
@@ -55,8 +70,13 @@ def test_no_remote_scripts_or_styles():
 def test_mathjax_is_local():
     with_math = 0
     for p in _pages():
-        srcs = re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', p.read_text(encoding="utf-8"), flags=re.I)
-        if not srcs: continue
+        srcs = re.findall(
+            r'<script[^>]*src="([^"]*mathjax[^"]*)"',
+            p.read_text(encoding="utf-8"),
+            flags=re.I,
+        )
+        if not srcs:
+            continue
         with_math += 1
         assert all(not s.startswith(("http", "//")) for s in srcs), (p.name, srcs)
         for s in srcs:

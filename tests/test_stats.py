@@ -3,6 +3,7 @@
 References: scipy.stats.bootstrap (percentile method, same seeded resamples), the normal approximation
 for large samples, scipy's paired t-test, and coverage on synthetic data with a known mean.
 """
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -14,15 +15,32 @@ from hypothesis import given, settings, strategies as st
 from scipy import stats as sps
 
 from irbook.plots import plot_bootstrap_diff, plot_forest
-from irbook.stats import (BootstrapCI, PairedBootstrap, bootstrap_ci, bootstrap_table, paired_bootstrap,
-                          resample_means)
+from irbook.stats import (
+    BootstrapCI,
+    PairedBootstrap,
+    bootstrap_ci,
+    bootstrap_table,
+    paired_bootstrap,
+    resample_means,
+)
 
 
 def _scipy_ci(x, B, alpha, seed, **kw):
     "scipy's percentile interval for the mean, drawing from the same generator."
-    r = sps.bootstrap((np.asarray(x),), np.mean, n_resamples=B, confidence_level=1 - alpha, method="percentile",
-                      rng=np.random.default_rng(seed), **kw)
-    return r.confidence_interval.low, r.confidence_interval.high, r.bootstrap_distribution
+    r = sps.bootstrap(
+        (np.asarray(x),),
+        np.mean,
+        n_resamples=B,
+        confidence_level=1 - alpha,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+        **kw,
+    )
+    return (
+        r.confidence_interval.low,
+        r.confidence_interval.high,
+        r.bootstrap_distribution,
+    )
 
 
 def _metric_like(n, seed):
@@ -36,14 +54,24 @@ def _metric_like(n, seed):
 
 # --- agreement with scipy.stats.bootstrap ------------------------------------------------------------
 
-@pytest.mark.parametrize("n,B,alpha,seed", [(1667, 2000, 0.05, 0), (50, 999, 0.1, 7), (3, 500, 0.01, 123),
-                                            (10_000, 300, 0.05, 2)])
+
+@pytest.mark.parametrize(
+    "n,B,alpha,seed",
+    [
+        (1667, 2000, 0.05, 0),
+        (50, 999, 0.1, 7),
+        (3, 500, 0.01, 123),
+        (10_000, 300, 0.05, 2),
+    ],
+)
 def test_ci_equals_scipy_percentile(n, B, alpha, seed):
     x = _metric_like(n, seed)
     ci = bootstrap_ci(x, B=B, alpha=alpha, seed=seed)
     lo, hi, dist = _scipy_ci(x, B, alpha, seed)
     np.testing.assert_allclose(ci.samples, dist, rtol=0, atol=1e-12)
-    assert ci.low == pytest.approx(lo, abs=1e-12) and ci.high == pytest.approx(hi, abs=1e-12)
+    assert ci.low == pytest.approx(lo, abs=1e-12) and ci.high == pytest.approx(
+        hi, abs=1e-12
+    )
     assert ci.mean == pytest.approx(x.mean(), abs=1e-15)
     assert (ci.B, ci.alpha) == (B, alpha)
 
@@ -54,32 +82,51 @@ def test_batch_changes_memory_not_result(batch):
     ref = bootstrap_ci(x, B=250, seed=5)
     got = bootstrap_ci(x, B=250, seed=5, batch=batch)
     np.testing.assert_array_equal(got.samples, ref.samples)
-    lo, hi, _ = _scipy_ci(x, 250, 0.05, 5, batch=batch)  # scipy with its own batching agrees too
+    lo, hi, _ = _scipy_ci(
+        x, 250, 0.05, 5, batch=batch
+    )  # scipy with its own batching agrees too
     assert (got.low, got.high) == pytest.approx((lo, hi), abs=1e-12)
 
 
 def test_paired_equals_scipy_paired():
     a, b = _metric_like(800, 1), _metric_like(800, 2)
     res = paired_bootstrap(a, b, B=1500, alpha=0.05, seed=11)
-    r = sps.bootstrap((a, b), lambda x, y, axis: np.mean(x - y, axis=axis), paired=True, n_resamples=1500,
-                      method="percentile", rng=np.random.default_rng(11))
+    r = sps.bootstrap(
+        (a, b),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        paired=True,
+        n_resamples=1500,
+        method="percentile",
+        rng=np.random.default_rng(11),
+    )
     assert res.low == pytest.approx(r.confidence_interval.low, abs=1e-12)
     assert res.high == pytest.approx(r.confidence_interval.high, abs=1e-12)
     assert res.mean == pytest.approx((a - b).mean(), abs=1e-15)
     # the p-like share is computed from the same distribution scipy returns
     d = r.bootstrap_distribution
-    assert res.p == pytest.approx(min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))), abs=1e-12)
+    assert res.p == pytest.approx(
+        min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))), abs=1e-12
+    )
 
 
 def test_table_columns_equal_single_cis():
     rng = np.random.default_rng(0)
-    table = pd.DataFrame({f"s{i}": _metric_like(400, i) for i in range(4)}, index=[f"q{j}" for j in range(400)])
+    table = pd.DataFrame(
+        {f"s{i}": _metric_like(400, i) for i in range(4)},
+        index=[f"q{j}" for j in range(400)],
+    )
     t = bootstrap_table(table, B=1000, alpha=0.1, seed=3)
-    assert list(t.index) == list(table.columns) and list(t.columns) == ["mean", "low", "high"]
+    assert list(t.index) == list(table.columns) and list(t.columns) == [
+        "mean",
+        "low",
+        "high",
+    ]
     for col in table:
         one = bootstrap_ci(table[col], B=1000, alpha=0.1, seed=3)
         assert t.loc[col, "mean"] == pytest.approx(one.mean, abs=1e-15)
-        assert (t.loc[col, "low"], t.loc[col, "high"]) == pytest.approx((one.low, one.high), abs=1e-12)
+        assert (t.loc[col, "low"], t.loc[col, "high"]) == pytest.approx(
+            (one.low, one.high), abs=1e-12
+        )
     # all columns resample the same queries: a column's resampled means shift exactly with the column
     m = resample_means(np.column_stack([table.s0, table.s0 + 0.25]), B=200, seed=1)
     np.testing.assert_allclose(m[:, 1] - m[:, 0], 0.25, atol=1e-12)
@@ -88,13 +135,16 @@ def test_table_columns_equal_single_cis():
 
 # --- independent references: normal approximation, t-test ------------------------------------------
 
+
 def test_large_B_matches_normal_approximation():
     x = _metric_like(5000, 4)
     ci = bootstrap_ci(x, B=20_000, seed=0)
     half = sps.norm.ppf(0.975) * x.std(ddof=1) / np.sqrt(len(x))
     assert ci.low == pytest.approx(x.mean() - half, abs=0.05 * half)
     assert ci.high == pytest.approx(x.mean() + half, abs=0.05 * half)
-    assert ci.samples.std(ddof=1) == pytest.approx(x.std(ddof=0) / np.sqrt(len(x)), rel=0.03)
+    assert ci.samples.std(ddof=1) == pytest.approx(
+        x.std(ddof=0) / np.sqrt(len(x)), rel=0.03
+    )
 
 
 @pytest.mark.parametrize("shift", [0.0, 0.01, 0.02, 0.04])
@@ -111,6 +161,7 @@ def test_paired_share_tracks_t_test(shift):
 
 # --- coverage --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("alpha", [0.05, 0.2])
 def test_coverage_on_known_mean(alpha):
     # Beta(2, 5) has mean 2/7; 400 experiments of 200 queries each
@@ -122,7 +173,9 @@ def test_coverage_on_known_mean(alpha):
         hits += ci.low <= 2 / 7 <= ci.high
     cover = hits / 400
     sd = np.sqrt(alpha * (1 - alpha) / 400)
-    assert 1 - alpha - 4 * sd - 0.01 <= cover <= 1 - alpha + 4 * sd  # percentile intervals run slightly narrow
+    assert (
+        1 - alpha - 4 * sd - 0.01 <= cover <= 1 - alpha + 4 * sd
+    )  # percentile intervals run slightly narrow
 
 
 def test_paired_coverage_on_known_difference():
@@ -139,9 +192,14 @@ def test_paired_coverage_on_known_difference():
 
 # --- properties ------------------------------------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=40), st.integers(1, 300),
-       st.floats(0.001, 0.999), st.integers(0, 2**32 - 1))
+@given(
+    st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=40),
+    st.integers(1, 300),
+    st.floats(0.001, 0.999),
+    st.integers(0, 2**32 - 1),
+)
 def test_interval_inside_data_range(xs, B, alpha, seed):
     x = np.array(xs)
     ci = bootstrap_ci(x, B=B, alpha=alpha, seed=seed)
@@ -160,7 +218,10 @@ def test_seeded_and_generator():
     assert bootstrap_ci(x, seed=1) == bootstrap_ci(x, seed=1)
     assert bootstrap_ci(x, seed=1) != bootstrap_ci(x, seed=2)
     g = bootstrap_ci(x, B=300, seed=np.random.default_rng(1))
-    assert (g.low, g.high) == (bootstrap_ci(x, B=300, seed=1).low, bootstrap_ci(x, B=300, seed=1).high)
+    assert (g.low, g.high) == (
+        bootstrap_ci(x, B=300, seed=1).low,
+        bootstrap_ci(x, B=300, seed=1).high,
+    )
 
 
 def test_B_one_and_shapes():
@@ -168,7 +229,9 @@ def test_B_one_and_shapes():
     ci = bootstrap_ci(x, B=1)
     assert ci.low == ci.high == ci.samples[0]
     assert resample_means(np.column_stack([x, x]), B=7).shape == (7, 2)
-    assert isinstance(ci, BootstrapCI) and isinstance(paired_bootstrap(x, x, B=3), PairedBootstrap)
+    assert isinstance(ci, BootstrapCI) and isinstance(
+        paired_bootstrap(x, x, B=3), PairedBootstrap
+    )
 
 
 def test_series_are_aligned_on_query_ids():
@@ -182,10 +245,24 @@ def test_series_are_aligned_on_query_ids():
 
 # --- bad input -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("fn", [lambda x, **k: bootstrap_ci(x, **k), lambda x, **k: paired_bootstrap(x, x, **k)])
-@pytest.mark.parametrize("kw,msg", [({"alpha": 0}, "alpha"), ({"alpha": 1}, "alpha"), ({"alpha": -0.1}, "alpha"),
-                                    ({"alpha": 1.5}, "alpha"), ({"B": 0}, "B "), ({"B": -5}, "B "),
-                                    ({"B": 2.5}, "B "), ({"B": True}, "B ")])
+
+@pytest.mark.parametrize(
+    "fn",
+    [lambda x, **k: bootstrap_ci(x, **k), lambda x, **k: paired_bootstrap(x, x, **k)],
+)
+@pytest.mark.parametrize(
+    "kw,msg",
+    [
+        ({"alpha": 0}, "alpha"),
+        ({"alpha": 1}, "alpha"),
+        ({"alpha": -0.1}, "alpha"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"B": 0}, "B "),
+        ({"B": -5}, "B "),
+        ({"B": 2.5}, "B "),
+        ({"B": True}, "B "),
+    ],
+)
 def test_bad_parameters(fn, kw, msg):
     with pytest.raises(ValueError, match=msg):
         fn(np.ones(5), **kw)
@@ -205,7 +282,10 @@ def test_bad_scores():
     with pytest.raises(ValueError, match="1-D"):
         bootstrap_ci(np.ones((4, 2)))
     with pytest.raises(ValueError, match="'q9'"):
-        paired_bootstrap(pd.Series([1.0, 0.0], index=["q0", "q1"]), pd.Series([1.0, 0.0], index=["q0", "q9"]))
+        paired_bootstrap(
+            pd.Series([1.0, 0.0], index=["q0", "q1"]),
+            pd.Series([1.0, 0.0], index=["q0", "q9"]),
+        )
     with pytest.raises(ValueError, match="2-D"):
         bootstrap_table(pd.Series([0.1, 0.2]))
     with pytest.raises(ValueError, match="empty"):
@@ -214,12 +294,18 @@ def test_bad_scores():
 
 # --- plots -----------------------------------------------------------------------------------------
 
+
 def test_plots_draw_what_they_are_given():
     table = pd.DataFrame({"x": _metric_like(100, 1), "y": _metric_like(100, 2) * 0.5})
     cis = bootstrap_table(table, B=200)
     ax = plot_forest(cis, title="t")
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["y", "x"]  # sorted by mean, best on top
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "y",
+        "x",
+    ]  # sorted by mean, best on top
     res = paired_bootstrap(table.x, table.y, B=200)
     ax = plot_bootstrap_diff(res, names=("x", "y"))
-    assert sum(bar.get_height() for bar in ax.containers[0]) == 200  # the histogram holds every resample
+    assert (
+        sum(bar.get_height() for bar in ax.containers[0]) == 200
+    )  # the histogram holds every resample
     matplotlib.pyplot.close("all")

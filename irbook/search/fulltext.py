@@ -14,24 +14,35 @@ from rank_bm25 import BM25Okapi
 
 # %% ../../nbs/12_full_text_search.ipynb #8636dbf9
 STOP_WORDS = frozenset(STOPWORDS_EN_PLUS)
-_WORD = re.compile(r"[^\W_]+")  # runs of letters/digits: the same split as FTS5's unicode61 tokenizer
+_WORD = re.compile(
+    r"[^\W_]+"
+)  # runs of letters/digits: the same split as FTS5's unicode61 tokenizer
 _stemmer = None
+
 
 def _stem(tokens):
     global _stemmer
     if _stemmer is None:
         import Stemmer
+
         _stemmer = Stemmer.Stemmer("english")
     return _stemmer.stemWords(tokens)
 
-def tokenize(text: str, stop_words: frozenset | None = None, stem: bool = False) -> list[str]:
+
+def tokenize(
+    text: str, stop_words: frozenset | None = None, stem: bool = False
+) -> list[str]:
     "Lower-cased letter/digit runs of `text` (FTS5 unicode61's split) minus `stop_words` (default `STOP_WORDS`), optionally Snowball-stemmed."
-    if not isinstance(text, str): raise ValueError(f"expected a str to tokenize, got {type(text).__name__}")
+    if not isinstance(text, str):
+        raise ValueError(f"expected a str to tokenize, got {type(text).__name__}")
     stop_words = STOP_WORDS if stop_words is None else stop_words
     toks = [t for t in _WORD.findall(text.lower()) if t not in stop_words]
     return _stem(toks) if stem else toks
 
-def query_terms(text: str, stop_words: frozenset | None = None, stem: bool = False) -> list[str]:
+
+def query_terms(
+    text: str, stop_words: frozenset | None = None, stem: bool = False
+) -> list[str]:
     "The distinct tokens of a question, in first-seen order: the terms every lexical retriever here searches for."
     return list(dict.fromkeys(tokenize(text, stop_words, stem)))
 
@@ -43,34 +54,55 @@ def fts_match(terms) -> str:
 # %% ../../nbs/12_full_text_search.ipynb #4a9af169
 def check_docs(docs) -> list[str]:
     "Validate a `{doc_id: text}` mapping and return its ids in order (ValueError naming the bad doc)."
-    if not isinstance(docs, Mapping): raise ValueError(f"docs must be a dict {{doc_id: text}}, got {type(docs).__name__}")
+    if not isinstance(docs, Mapping):
+        raise ValueError(
+            f"docs must be a dict {{doc_id: text}}, got {type(docs).__name__}"
+        )
     for i, t in docs.items():
-        if not isinstance(i, str): raise ValueError(f"doc id {i!r} is not a str")
-        if not isinstance(t, str): raise ValueError(f"doc {i!r}: text must be a str, got {type(t).__name__}")
+        if not isinstance(i, str):
+            raise ValueError(f"doc id {i!r} is not a str")
+        if not isinstance(t, str):
+            raise ValueError(f"doc {i!r}: text must be a str, got {type(t).__name__}")
     return list(docs)
+
 
 def check_queries(queries, k):
     "Validate `{query_id: text}` and the cut-off `k` (ValueError naming the bad query)."
-    if not isinstance(queries, Mapping): raise ValueError(f"queries must be a dict {{query_id: text}}, got {type(queries).__name__}")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1: raise ValueError(f"k must be a positive int, got {k!r}")
+    if not isinstance(queries, Mapping):
+        raise ValueError(
+            f"queries must be a dict {{query_id: text}}, got {type(queries).__name__}"
+        )
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
     for q, t in queries.items():
-        if not isinstance(t, str): raise ValueError(f"query {q!r}: text must be a str, got {type(t).__name__}")
+        if not isinstance(t, str):
+            raise ValueError(f"query {q!r}: text must be a str, got {type(t).__name__}")
+
 
 def allowed_rows(qid, filter, pos: dict) -> np.ndarray | None:
     "Row numbers query `qid` may return under `filter` (None = every doc); ValueError for a missing query or unknown doc."
-    if filter is None: return None
-    if qid not in filter: raise ValueError(f"filter has no entry for query {qid!r}")
+    if filter is None:
+        return None
+    if qid not in filter:
+        raise ValueError(f"filter has no entry for query {qid!r}")
     rows = []
     for d in filter[qid]:
-        if d not in pos: raise ValueError(f"filter for query {qid!r} names doc {d!r}, which is not in the index")
+        if d not in pos:
+            raise ValueError(
+                f"filter for query {qid!r} names doc {d!r}, which is not in the index"
+            )
         rows.append(pos[d])
     return np.array(sorted(rows), dtype=np.int64)
 
-def top_k(scores: np.ndarray, ids: list, k: int, rows=None, positive_only=False) -> dict:
+
+def top_k(
+    scores: np.ndarray, ids: list, k: int, rows=None, positive_only=False
+) -> dict:
     "The `k` best `{doc_id: score}` from a score vector, optionally only `rows`; ties broken by index order."
     idx = np.arange(len(scores)) if rows is None else rows
     s = scores[idx]
-    if positive_only: idx, s = idx[s > 0], s[s > 0]
+    if positive_only:
+        idx, s = idx[s > 0], s[s > 0]
     if len(idx) > k:
         part = np.argpartition(-s, k - 1)[:k]
         idx, s = idx[part], s[part]
@@ -80,7 +112,10 @@ def top_k(scores: np.ndarray, ids: list, k: int, rows=None, positive_only=False)
 # %% ../../nbs/12_full_text_search.ipynb #354bdc0d
 class FTS5Retriever:
     "Full-text search in an in-memory SQLite FTS5 table, ranked by FTS5's bm25(); each question becomes an OR of its terms."
-    def __init__(self, tokenizer: str = "unicode61", stop_words: frozenset | None = None):
+
+    def __init__(
+        self, tokenizer: str = "unicode61", stop_words: frozenset | None = None
+    ):
         self.tokenizer, self.stop_words = tokenizer, stop_words
 
     def match(self, text: str) -> str:
@@ -93,8 +128,13 @@ class FTS5Retriever:
         self.pos = {d: i for i, d in enumerate(self.ids)}
         self.conn = sqlite3.connect(":memory:")
         tok = self.tokenizer.replace("'", "''")
-        self.conn.execute(f"CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='{tok}')")
-        self.conn.executemany("INSERT INTO docs(rowid, text) VALUES (?, ?)", ((i, docs[d]) for i, d in enumerate(self.ids)))
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='{tok}')"
+        )
+        self.conn.executemany(
+            "INSERT INTO docs(rowid, text) VALUES (?, ?)",
+            ((i, docs[d]) for i, d in enumerate(self.ids)),
+        )
         self.conn.commit()
         return self
 
@@ -105,20 +145,39 @@ class FTS5Retriever:
         for qid, text in queries.items():
             m, rows = self.match(text), allowed_rows(qid, filter, self.pos)
             run[qid] = out = {}
-            if not m or (rows is not None and len(rows) == 0): continue
+            if not m or (rows is not None and len(rows) == 0):
+                continue
             ok = None if rows is None else set(rows.tolist())
-            cur = self.conn.execute("SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid", (m,))
+            cur = self.conn.execute(
+                "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid",
+                (m,),
+            )
             for r, s in cur:  # best first; keep the first k the filter allows
                 if ok is None or r in ok:
                     out[self.ids[r]] = -s
-                    if len(out) == k: break
+                    if len(out) == k:
+                        break
         return run
 
 # %% ../../nbs/12_full_text_search.ipynb #2cd74b59
 class BM25sRetriever:
     "BM25 with the bm25s library (default Lucene variant) over `tokenize`d docs; same query terms as FTS5Retriever."
-    def __init__(self, k1: float = 1.5, b: float = 0.75, method: str = "lucene", stop_words: frozenset | None = None, stem: bool = False):
-        self.k1, self.b, self.method, self.stop_words, self.stem = k1, b, method, stop_words, stem
+
+    def __init__(
+        self,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+        stop_words: frozenset | None = None,
+        stem: bool = False,
+    ):
+        self.k1, self.b, self.method, self.stop_words, self.stem = (
+            k1,
+            b,
+            method,
+            stop_words,
+            stem,
+        )
 
     def _tokens(self, docs):
         self.ids = check_docs(docs)
@@ -126,15 +185,19 @@ class BM25sRetriever:
         toks = [tokenize(docs[d], self.stop_words, self.stem) for d in self.ids]
         self.df = {}
         for t in toks:
-            for w in set(t): self.df[w] = self.df.get(w, 0) + 1
-        self.empty = not self.df  # no doc has a single term: both libraries would divide by a zero mean length
+            for w in set(t):
+                self.df[w] = self.df.get(w, 0) + 1
+        self.empty = (
+            not self.df
+        )  # no doc has a single term: both libraries would divide by a zero mean length
         return toks
 
     def index(self, docs: dict):
         "Tokenize and index `{doc_id: text}`; returns self."
         toks = self._tokens(docs)
         self.model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        if not self.empty: self.model.index(toks, show_progress=False)
+        if not self.empty:
+            self.model.index(toks, show_progress=False)
         return self
 
     def idf(self, term: str) -> float:
@@ -145,24 +208,54 @@ class BM25sRetriever:
     def scores(self, text: str) -> np.ndarray:
         "BM25 score of every indexed doc for query `text`."
         terms = query_terms(text, self.stop_words, self.stem)
-        return np.asarray(self.model.get_scores(terms), dtype=np.float64) if terms and not self.empty else np.zeros(len(self.ids))
+        return (
+            np.asarray(self.model.get_scores(terms), dtype=np.float64)
+            if terms and not self.empty
+            else np.zeros(len(self.ids))
+        )
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
         "Top-`k` docs with a positive score per query, `{qid: {doc_id: score}}`."
         check_queries(queries, k)
-        return {q: top_k(self.scores(t), self.ids, k, allowed_rows(q, filter, self.pos), positive_only=True)
-                for q, t in queries.items()}
+        return {
+            q: top_k(
+                self.scores(t),
+                self.ids,
+                k,
+                allowed_rows(q, filter, self.pos),
+                positive_only=True,
+            )
+            for q, t in queries.items()
+        }
 
 # %% ../../nbs/12_full_text_search.ipynb #8fac3fa6
 class RankBM25Retriever(BM25sRetriever):
     "BM25Okapi from rank-bm25 with the same tokens: negative IDFs are floored to `epsilon` x mean IDF."
-    def __init__(self, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25, stop_words: frozenset | None = None, stem: bool = False):
-        self.k1, self.b, self.epsilon, self.stop_words, self.stem = k1, b, epsilon, stop_words, stem
+
+    def __init__(
+        self,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        stop_words: frozenset | None = None,
+        stem: bool = False,
+    ):
+        self.k1, self.b, self.epsilon, self.stop_words, self.stem = (
+            k1,
+            b,
+            epsilon,
+            stop_words,
+            stem,
+        )
 
     def index(self, docs: dict):
         "Tokenize and index `{doc_id: text}`; returns self."
         toks = self._tokens(docs)
-        self.model = None if self.empty else BM25Okapi(toks, k1=self.k1, b=self.b, epsilon=self.epsilon)
+        self.model = (
+            None
+            if self.empty
+            else BM25Okapi(toks, k1=self.k1, b=self.b, epsilon=self.epsilon)
+        )
         return self
 
     def idf(self, term: str) -> float:
@@ -172,18 +265,28 @@ class RankBM25Retriever(BM25sRetriever):
     def scores(self, text: str) -> np.ndarray:
         "BM25Okapi score of every indexed doc for query `text`."
         terms = query_terms(text, self.stop_words, self.stem)
-        return np.asarray(self.model.get_scores(terms), dtype=np.float64) if terms and not self.empty else np.zeros(len(self.ids))
+        return (
+            np.asarray(self.model.get_scores(terms), dtype=np.float64)
+            if terms and not self.empty
+            else np.zeros(len(self.ids))
+        )
 
 # %% ../../nbs/12_full_text_search.ipynb #2cb56c56
 def chapter_filter(questions, chunks: dict) -> dict:
     "`{qid: {chunk ids of the question's chapter}}`: the search space the benchmark author used for each question."
     by_chapter = {}
-    for cid, c in chunks.items(): by_chapter.setdefault(c.chapter, set()).add(cid)
+    for cid, c in chunks.items():
+        by_chapter.setdefault(c.chapter, set()).add(cid)
     return {q.qid: by_chapter.get(q.chapter, set()) for q in questions}
+
 
 def keyword_queries(df=None) -> dict:
     "The benchmark author's LLM keywords as queries `{qid: 'kw1, kw2, ...'}` (from irbook.data.load_fts_keywords)."
     if df is None:
         from irbook.data import load_fts_keywords
+
         df = load_fts_keywords()
-    return {f"{r.chapter}_{r.question_number}": str(r.keywords).strip('"') for r in df.itertuples()}
+    return {
+        f"{r.chapter}_{r.question_number}": str(r.keywords).strip('"')
+        for r in df.itertuples()
+    }

@@ -11,56 +11,106 @@ from pathlib import Path
 from ..data import cache_dir
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #ab54986d
-RANK_BASED = frozenset({"rrf", "isr", "log_isr", "logn_isr", "rbc", "bordafuse", "w_bordafuse", "condorcet", "w_condorcet"})
-_ADDITIVE = frozenset({"rrf", "wsum", "sum", "isr", "log_isr", "bordafuse", "w_bordafuse"})
+RANK_BASED = frozenset(
+    {
+        "rrf",
+        "isr",
+        "log_isr",
+        "logn_isr",
+        "rbc",
+        "bordafuse",
+        "w_bordafuse",
+        "condorcet",
+        "w_condorcet",
+    }
+)
+_ADDITIVE = frozenset(
+    {"rrf", "wsum", "sum", "isr", "log_isr", "bordafuse", "w_bordafuse"}
+)
+
 
 def ranking(scores: Mapping) -> list:
     "Doc ids of one query's `{doc_id: score}`, best first: score descending, ties by doc id (as `irbook.fastbook.ranked_ids`)."
     return [d for d, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))]
 
+
 def _check_runs(runs) -> list:
     if isinstance(runs, Mapping) or not isinstance(runs, (list, tuple)) or not runs:
         raise ValueError("runs must be a non-empty list of runs {qid: {doc_id: score}}")
     for i, r in enumerate(runs):
-        if not isinstance(r, Mapping): raise ValueError(f"run {i} is not a dict {{qid: {{doc_id: score}}}}: {type(r).__name__}")
+        if not isinstance(r, Mapping):
+            raise ValueError(
+                f"run {i} is not a dict {{qid: {{doc_id: score}}}}: {type(r).__name__}"
+            )
         for q, s in r.items():
-            if not isinstance(s, Mapping): raise ValueError(f"run {i}, query {q!r}: expected {{doc_id: score}}, got {type(s).__name__}")
+            if not isinstance(s, Mapping):
+                raise ValueError(
+                    f"run {i}, query {q!r}: expected {{doc_id: score}}, got {type(s).__name__}"
+                )
     return list(runs)
+
 
 def _top(scores: Mapping, k) -> dict:
     return {d: scores[d] for d in ranking(scores)[:k]}
 
+
 def _ranx_run(run: dict, qids: list, rank_based: bool):
     "A ranx.Run of `run` restricted to `qids`; for rank-based methods the scores become n, n-1, ... in `ranking` order."
     from ranx import Run
-    if rank_based: run = {q: {d: float(len(run[q]) - i) for i, d in enumerate(ranking(run[q]))} for q in qids}
+
+    if rank_based:
+        run = {
+            q: {d: float(len(run[q]) - i) for i, d in enumerate(ranking(run[q]))}
+            for q in qids
+        }
     return Run({q: {str(d): float(s) for d, s in run.get(q, {}).items()} for q in qids})
 
-def fuse(runs: list, method: str = "rrf", norm: str | None = "min-max", params: dict | None = None, k: int | None = 10) -> dict:
+
+def fuse(
+    runs: list,
+    method: str = "rrf",
+    norm: str | None = "min-max",
+    params: dict | None = None,
+    k: int | None = 10,
+) -> dict:
     "Fuse runs `{qid: {doc_id: score}}` with `ranx.fuse` (any of its methods and normalisations); top `k` per query (None: all), ties by doc id."
     import ranx
+
     runs = _check_runs(runs)
-    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1): raise ValueError(f"k must be a positive int or None, got {k!r}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise ValueError(f"k must be a positive int or None, got {k!r}")
     params = dict(params or {})
     qids = list(dict.fromkeys(q for r in runs for q in r))
     live = [q for q in qids if any(r.get(q) for r in runs)]
-    keep = [i for i, r in enumerate(runs) if any(r.get(q) for q in live)]    # a run without a single doc adds nothing
+    keep = [
+        i for i, r in enumerate(runs) if any(r.get(q) for q in live)
+    ]  # a run without a single doc adds nothing
     if "weights" in params:
-        if len(params["weights"]) != len(runs): raise ValueError(f"{len(params['weights'])} weights for {len(runs)} runs")
+        if len(params["weights"]) != len(runs):
+            raise ValueError(f"{len(params['weights'])} weights for {len(runs)} runs")
         params["weights"] = [float(params["weights"][i]) for i in keep]
     out = {q: {} for q in qids}
-    if not keep: return out
+    if not keep:
+        return out
     used, single = [runs[i] for i in keep], len(keep) == 1
-    if single:                                                 # ranx.fuse needs two runs: fuse one with itself
+    if single:  # ranx.fuse needs two runs: fuse one with itself
         used = used * 2
-        if "weights" in params: params["weights"] = params["weights"] * 2
-    ranx_runs = [_ranx_run({q: r.get(q, {}) for q in live}, live, method in RANK_BASED) for r in used]
+        if "weights" in params:
+            params["weights"] = params["weights"] * 2
+    ranx_runs = [
+        _ranx_run({q: r.get(q, {}) for q in live}, live, method in RANK_BASED)
+        for r in used
+    ]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")                        # numba's "unsafe cast from uint64 to int64" inside ranx
+        warnings.simplefilter(
+            "ignore"
+        )  # numba's "unsafe cast from uint64 to int64" inside ranx
         fused = ranx.fuse(ranx_runs, norm=norm, method=method, params=params).to_dict()
     half = 0.5 if single and method in _ADDITIVE else 1.0
-    for q in live: out[q] = _top({d: float(s) * half for d, s in fused.get(q, {}).items()}, k)
+    for q in live:
+        out[q] = _top({d: float(s) * half for d, s in fused.get(q, {}).items()}, k)
     return out
+
 
 def rrf(runs: list, k: int | None = 10, rrf_k: int = 60) -> dict:
     "Reciprocal rank fusion: each doc scores the sum of 1 / (rrf_k + rank) over the runs that retrieved it; top `k` per query."
@@ -70,52 +120,97 @@ def rrf(runs: list, k: int | None = 10, rrf_k: int = 60) -> dict:
 def split_questions(qids, seed: int = 0, frac: float = 0.5) -> tuple[list, list]:
     "Seeded split of question ids into (tune, report): a share `frac` to tune on, the rest held out for reporting."
     ids = sorted(set(qids))
-    if not 0 < frac < 1: raise ValueError(f"frac must be between 0 and 1, got {frac!r}")
+    if not 0 < frac < 1:
+        raise ValueError(f"frac must be between 0 and 1, got {frac!r}")
     random.Random(seed).shuffle(ids)
     n = round(len(ids) * frac)
     return sorted(ids[:n]), sorted(ids[n:])
 
+
 _WEIGHTED = {"wsum", "wmnz", "w_bordafuse", "w_condorcet", "mixed", "gmnz"}
 
-def tune_fusion(runs: list, qrels: dict, qids, method: str = "wsum", norm: str | None = "min-max",
-                metric: str = "mrr@10", step: float = 0.1) -> dict:
+
+def tune_fusion(
+    runs: list,
+    qrels: dict,
+    qids,
+    method: str = "wsum",
+    norm: str | None = "min-max",
+    metric: str = "mrr@10",
+    step: float = 0.1,
+) -> dict:
     "Best fusion params for `runs` by `ranx.optimize_fusion`, looking only at the questions `qids` (and their qrels)."
     import ranx
+
     runs = _check_runs(runs)
-    if len(runs) < 2: raise ValueError("tuning a fusion needs at least two runs")
+    if len(runs) < 2:
+        raise ValueError("tuning a fusion needs at least two runs")
     use = [q for q in sorted(set(qids)) if qrels.get(q) and any(r.get(q) for r in runs)]
-    if not use: raise ValueError("none of the tuning questions has both qrels and a retrieved doc")
-    ranx_runs = [_ranx_run({q: r.get(q, {}) for q in use}, use, method in RANK_BASED) for r in runs]
-    ranx_qrels = ranx.Qrels({q: {str(d): int(v) for d, v in qrels[q].items()} for q in use})
+    if not use:
+        raise ValueError(
+            "none of the tuning questions has both qrels and a retrieved doc"
+        )
+    ranx_runs = [
+        _ranx_run({q: r.get(q, {}) for q in use}, use, method in RANK_BASED)
+        for r in runs
+    ]
+    ranx_qrels = ranx.Qrels(
+        {q: {str(d): int(v) for d, v in qrels[q].items()} for q in use}
+    )
     kw = {"step": step} if method in _WEIGHTED else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ranx.optimize_fusion(ranx_qrels, ranx_runs, norm=norm, method=method, metric=metric, show_progress=False, **kw)
+        return ranx.optimize_fusion(
+            ranx_qrels,
+            ranx_runs,
+            norm=norm,
+            method=method,
+            metric=metric,
+            show_progress=False,
+            **kw,
+        )
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #f239427f
-def rerank(retriever, queries: dict, candidates: dict, k: int = 10, depth: int = 100) -> dict:
+def rerank(
+    retriever, queries: dict, candidates: dict, k: int = 10, depth: int = 100
+) -> dict:
     "Re-score each query's top-`depth` `candidates` (a run) with an indexed `retriever`: top `k` of those candidates only."
     pool = {q: set(ranking(candidates.get(q, {}))[:depth]) for q in queries}
     width = max((len(p) for p in pool.values()), default=0)
-    if width == 0: return {q: {} for q in queries}
-    run = retriever.search(queries, k=width, filter=pool)   # k = the whole pool: every candidate gets scored
-    return {q: _top({d: s for d, s in run.get(q, {}).items() if d in pool[q]}, k) for q in queries}
+    if width == 0:
+        return {q: {} for q in queries}
+    run = retriever.search(
+        queries, k=width, filter=pool
+    )  # k = the whole pool: every candidate gets scored
+    return {
+        q: _top({d: s for d, s in run.get(q, {}).items() if d in pool[q]}, k)
+        for q in queries
+    }
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #c1fea23d
 def _digest(*parts) -> str:
     def norm(x):
-        if isinstance(x, Mapping): return {str(k): norm(v) for k, v in x.items()}
-        if isinstance(x, (set, frozenset)): return sorted(map(str, x))
-        if isinstance(x, (list, tuple)): return [norm(v) for v in x]
+        if isinstance(x, Mapping):
+            return {str(k): norm(v) for k, v in x.items()}
+        if isinstance(x, (set, frozenset)):
+            return sorted(map(str, x))
+        if isinstance(x, (list, tuple)):
+            return [norm(v) for v in x]
         return x
-    return hashlib.sha256(json.dumps(norm(parts), sort_keys=True, default=str).encode()).hexdigest()
+
+    return hashlib.sha256(
+        json.dumps(norm(parts), sort_keys=True, default=str).encode()
+    ).hexdigest()
+
 
 def _code_fingerprint() -> str:
     "SHA-256 of the retrievers' and chunker's source files, so a cached run is recomputed when their code changes."
     import irbook
+
     root = Path(irbook.__file__).parent
     files = [root / "chunking.py", *sorted((root / "search").glob("*.py"))]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+
 
 def cached_run(name: str, make, *key, root=None) -> dict:
     "The run `make()` returns, stored on disk (JSON, written atomically) under a hash of `name`, `key` and the retrievers' code, and reused."
@@ -123,42 +218,102 @@ def cached_run(name: str, make, *key, root=None) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{_digest(name, _code_fingerprint(), *key)[:24]}.json"
     if path.exists():
-        try: return json.loads(path.read_text())["run"]
-        except (OSError, ValueError, KeyError): pass          # a damaged file is recomputed
+        try:
+            return json.loads(path.read_text())["run"]
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged file is recomputed
     run = make()
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    with os.fdopen(fd, "w") as f: json.dump({"name": name, "run": run}, f)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"name": name, "run": run}, f)
     os.replace(tmp, path)
     return run
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #a156c98c
-def part2_runs(chunks: dict, questions: list, depth: int = 100, colbert: bool = True, progress: bool = False) -> dict:
+def part2_runs(
+    chunks: dict,
+    questions: list,
+    depth: int = 100,
+    colbert: bool = True,
+    progress: bool = False,
+) -> dict:
     "Cached depth-`depth` runs on `chunks`, each question in its own chapter: FTS5, bm25s, MiniLM, offline ColBERT, ColBERT re-ranking bm25s's top 100."
-    from irbook.search.fulltext import BM25sRetriever, FTS5Retriever, chapter_filter, keyword_queries
+    from irbook.search.fulltext import (
+        BM25sRetriever,
+        FTS5Retriever,
+        chapter_filter,
+        keyword_queries,
+    )
     from irbook.search.dense import DenseRetriever, MINILM
-    docs, queries = {c: x.text for c, x in chunks.items()}, {q.qid: q.text for q in questions}
+
+    docs, queries = (
+        {c: x.text for c, x in chunks.items()},
+        {q.qid: q.text for q in questions},
+    )
     flt = chapter_filter(questions, chunks)
     key = (docs, queries, flt, depth)
     keywords = {q: t for q, t in keyword_queries().items() if q in queries}
-    runs = {"FTS5, question terms": cached_run("fts5 unicode61", lambda: FTS5Retriever().index(docs).search(queries, depth, flt), *key),
-            "FTS5, author's LLM keywords": cached_run("fts5 unicode61 llm keywords", lambda: FTS5Retriever().index(docs).search(keywords, depth, flt), *key),
-            "bm25s": cached_run("bm25s k1=1.5 b=0.75 lucene", lambda: BM25sRetriever().index(docs).search(queries, depth, flt), *key),
-            "bm25s, stemmed": cached_run("bm25s stem k1=1.5 b=0.75 lucene", lambda: BM25sRetriever(stem=True).index(docs).search(queries, depth, flt), *key),
-            "MiniLM": cached_run(f"dense {MINILM}", lambda: DenseRetriever(MINILM).index(docs).search(queries, depth, flt), *key)}
-    if not colbert: return runs
+    runs = {
+        "FTS5, question terms": cached_run(
+            "fts5 unicode61",
+            lambda: FTS5Retriever().index(docs).search(queries, depth, flt),
+            *key,
+        ),
+        "FTS5, author's LLM keywords": cached_run(
+            "fts5 unicode61 llm keywords",
+            lambda: FTS5Retriever().index(docs).search(keywords, depth, flt),
+            *key,
+        ),
+        "bm25s": cached_run(
+            "bm25s k1=1.5 b=0.75 lucene",
+            lambda: BM25sRetriever().index(docs).search(queries, depth, flt),
+            *key,
+        ),
+        "bm25s, stemmed": cached_run(
+            "bm25s stem k1=1.5 b=0.75 lucene",
+            lambda: BM25sRetriever(stem=True).index(docs).search(queries, depth, flt),
+            *key,
+        ),
+        "MiniLM": cached_run(
+            f"dense {MINILM}",
+            lambda: DenseRetriever(MINILM).index(docs).search(queries, depth, flt),
+            *key,
+        ),
+    }
+    if not colbert:
+        return runs
     from irbook.search.colbert import ColBERTRetriever, load_colbert, offline_colbert
+
     folder, made = offline_colbert(progress=progress), {}
-    def quiet(f):                                   # ColBERT warns about every chunk longer than its 180 tokens
+
+    def quiet(f):  # ColBERT warns about every chunk longer than its 180 tokens
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return f()
-    def retriever():                                # indexed only if a ColBERT run is not cached yet
-        if not made: made["r"] = quiet(lambda: ColBERTRetriever(load_colbert(str(folder)), progress=progress).index(docs))
+
+    def retriever():  # indexed only if a ColBERT run is not cached yet
+        if not made:
+            made["r"] = quiet(
+                lambda: ColBERTRetriever(
+                    load_colbert(str(folder)), progress=progress
+                ).index(docs)
+            )
         return made["r"]
-    runs["ColBERT"] = cached_run(f"colbert {folder.name}", lambda: quiet(lambda: retriever().search(queries, depth, flt)), *key)
+
+    runs["ColBERT"] = cached_run(
+        f"colbert {folder.name}",
+        lambda: quiet(lambda: retriever().search(queries, depth, flt)),
+        *key,
+    )
     runs["ColBERT re-ranks bm25s top 100"] = cached_run(
         f"colbert {folder.name} reranks bm25s stem top 100",
-        lambda: quiet(lambda: rerank(retriever(), queries, runs["bm25s, stemmed"], k=depth, depth=100)), *key)
+        lambda: quiet(
+            lambda: rerank(
+                retriever(), queries, runs["bm25s, stemmed"], k=depth, depth=100
+            )
+        ),
+        *key,
+    )
     return runs
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #0bef64a7
@@ -166,7 +321,8 @@ def maxp(run: dict, fine: dict, coarse: dict) -> dict:
     "A run over `coarse` chunks from a run over `fine` ones: each coarse chunk scores the best score of a fine chunk it contains (by chapter and blocks)."
     owner = {}
     for cid, c in coarse.items():
-        for b in c.blocks: owner.setdefault((c.chapter, b), []).append(cid)
+        for b in c.blocks:
+            owner.setdefault((c.chapter, b), []).append(cid)
     out = {}
     for q, scores in run.items():
         o = out[q] = {}
@@ -174,57 +330,105 @@ def maxp(run: dict, fine: dict, coarse: dict) -> dict:
             f = fine[fid]
             for b in f.blocks:
                 for cid in owner.get((f.chapter, b), ()):
-                    if v > o.get(cid, float("-inf")): o[cid] = float(v)
+                    if v > o.get(cid, float("-inf")):
+                        o[cid] = float(v)
     return out
 
-def maxp_runs(chunks: dict, questions: list, colbert: bool = True, depth: int = 100) -> dict:
+
+def maxp_runs(
+    chunks: dict, questions: list, colbert: bool = True, depth: int = 100
+) -> dict:
     "MiniLM's and ColBERT's cached paragraph-level runs mapped onto `chunks` by `maxp` (empty if every chunk is a single block)."
     from irbook.chunking import chunk_book
-    if all(len(c.blocks) <= 1 for c in chunks.values()): return {}
+
+    if all(len(c.blocks) <= 1 for c in chunks.values()):
+        return {}
     para = chunk_book("paragraph")
     runs = part2_runs(para, questions, depth, colbert)
-    return {f"{m} MaxP": maxp(runs[m], para, chunks) for m in ("MiniLM", "ColBERT") if m in runs}
+    return {
+        f"{m} MaxP": maxp(runs[m], para, chunks)
+        for m in ("MiniLM", "ColBERT")
+        if m in runs
+    }
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #2cc130b9
-FUSIONS = {"RRF(bm25s, MiniLM)": ("rrf", ["bm25s, stemmed", "MiniLM"]),
-           "RRF(bm25s, MiniLM, ColBERT)": ("rrf", ["bm25s, stemmed", "MiniLM", "ColBERT"]),
-           "tuned wsum(bm25s, MiniLM)": ("wsum", ["bm25s, stemmed", "MiniLM"]),
-           "tuned wsum(bm25s, ColBERT)": ("wsum", ["bm25s, stemmed", "ColBERT"]),
-           "tuned wsum(bm25s, MiniLM, ColBERT)": ("wsum", ["bm25s, stemmed", "MiniLM", "ColBERT"]),
-           "RRF(bm25s, MiniLM MaxP, ColBERT MaxP)": ("rrf", ["bm25s, stemmed", "MiniLM MaxP", "ColBERT MaxP"]),
-           "tuned wsum(bm25s, MiniLM MaxP)": ("wsum", ["bm25s, stemmed", "MiniLM MaxP"]),
-           "tuned wsum(bm25s, ColBERT MaxP)": ("wsum", ["bm25s, stemmed", "ColBERT MaxP"]),
-           "tuned wsum(bm25s, MiniLM MaxP, ColBERT MaxP)": ("wsum", ["bm25s, stemmed", "MiniLM MaxP", "ColBERT MaxP"])}
+FUSIONS = {
+    "RRF(bm25s, MiniLM)": ("rrf", ["bm25s, stemmed", "MiniLM"]),
+    "RRF(bm25s, MiniLM, ColBERT)": ("rrf", ["bm25s, stemmed", "MiniLM", "ColBERT"]),
+    "tuned wsum(bm25s, MiniLM)": ("wsum", ["bm25s, stemmed", "MiniLM"]),
+    "tuned wsum(bm25s, ColBERT)": ("wsum", ["bm25s, stemmed", "ColBERT"]),
+    "tuned wsum(bm25s, MiniLM, ColBERT)": (
+        "wsum",
+        ["bm25s, stemmed", "MiniLM", "ColBERT"],
+    ),
+    "RRF(bm25s, MiniLM MaxP, ColBERT MaxP)": (
+        "rrf",
+        ["bm25s, stemmed", "MiniLM MaxP", "ColBERT MaxP"],
+    ),
+    "tuned wsum(bm25s, MiniLM MaxP)": ("wsum", ["bm25s, stemmed", "MiniLM MaxP"]),
+    "tuned wsum(bm25s, ColBERT MaxP)": ("wsum", ["bm25s, stemmed", "ColBERT MaxP"]),
+    "tuned wsum(bm25s, MiniLM MaxP, ColBERT MaxP)": (
+        "wsum",
+        ["bm25s, stemmed", "MiniLM MaxP", "ColBERT MaxP"],
+    ),
+}
 
-def part2_systems(chunks: dict, questions: list, tune_qids, k: int = 10, depth: int = 100, fusions: dict = FUSIONS,
-                  colbert: bool = True, paragraphs: bool = True) -> tuple[dict, dict]:
+
+def part2_systems(
+    chunks: dict,
+    questions: list,
+    tune_qids,
+    k: int = 10,
+    depth: int = 100,
+    fusions: dict = FUSIONS,
+    colbert: bool = True,
+    paragraphs: bool = True,
+) -> tuple[dict, dict]:
     "Top-`k` runs of every Part II system on `chunks` (`part2_runs`, `maxp_runs` if `paragraphs`, and `fusions` with weights tuned on `tune_qids` only) and the fusions' params."
     from irbook.fastbook import contexts_to_qrels
+
     base = part2_runs(chunks, questions, depth, colbert)
-    if paragraphs: base.update(maxp_runs(chunks, questions, colbert, depth))
+    if paragraphs:
+        base.update(maxp_runs(chunks, questions, colbert, depth))
     tune = set(tune_qids)
     qrels = contexts_to_qrels([q for q in questions if q.qid in tune], chunks)
     runs = {name: {q: _top(s, k) for q, s in r.items()} for name, r in base.items()}
     params = {}
     for name, (method, parts) in fusions.items():
-        if not all(p in base for p in parts): continue
-        params[name] = {"k": 60} if method == "rrf" else tune_fusion([base[p] for p in parts], qrels, tune, method=method)
-        runs[name] = fuse([base[p] for p in parts], method=method, norm=None if method == "rrf" else "min-max",
-                          params=params[name], k=k)
+        if not all(p in base for p in parts):
+            continue
+        params[name] = (
+            {"k": 60}
+            if method == "rrf"
+            else tune_fusion([base[p] for p in parts], qrels, tune, method=method)
+        )
+        runs[name] = fuse(
+            [base[p] for p in parts],
+            method=method,
+            norm=None if method == "rrf" else "min-max",
+            params=params[name],
+            k=k,
+        )
     return runs, params
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #1df665c7
-CHUNKINGS = {"3 paragraphs + header": dict(strategy="group", n=3),
-             "paragraphs": dict(strategy="paragraph"),
-             "~500 tokens (350 words)": dict(strategy="tokens", size=350),
-             "500 words": dict(strategy="tokens", size=500),
-             "~1000 tokens (700 words)": dict(strategy="tokens", size=700)}
+CHUNKINGS = {
+    "3 paragraphs + header": dict(strategy="group", n=3),
+    "paragraphs": dict(strategy="paragraph"),
+    "~500 tokens (350 words)": dict(strategy="tokens", size=350),
+    "500 words": dict(strategy="tokens", size=500),
+    "~1000 tokens (700 words)": dict(strategy="tokens", size=700),
+}
 
-def part2_scores(questions: list, chunkings: dict = CHUNKINGS, seed: int = 0, colbert: bool = True) -> tuple:
+
+def part2_scores(
+    questions: list, chunkings: dict = CHUNKINGS, seed: int = 0, colbert: bool = True
+) -> tuple:
     "Per-question Modified MRR@10 / Recall@10 of every Part II system and the ceiling on every chunking (long table with each question's half), and the tuned params."
     import pandas as pd
     from irbook.chunking import chunk_book, ceiling
     from irbook.fastbook import score_run
+
     tune, report = split_questions([q.qid for q in questions], seed)
     half = {**{q: "tune" for q in tune}, **{q: "report" for q in report}}
     frames, params = [], {}
@@ -232,8 +436,15 @@ def part2_scores(questions: list, chunkings: dict = CHUNKINGS, seed: int = 0, co
         chunks = chunk_book(**opts)
         runs, p = part2_systems(chunks, questions, tune, colbert=colbert)
         params.update({(cname, m): v for m, v in p.items()})
-        for m, r in runs.items(): frames.append(score_run(r, chunks, questions).assign(chunking=cname, system=m))
-        frames.append(ceiling(chunks, questions)[["chapter", "mrr", "recall"]].assign(chunking=cname, system="ceiling"))
+        for m, r in runs.items():
+            frames.append(
+                score_run(r, chunks, questions).assign(chunking=cname, system=m)
+            )
+        frames.append(
+            ceiling(chunks, questions)[["chapter", "mrr", "recall"]].assign(
+                chunking=cname, system="ceiling"
+            )
+        )
     df = pd.concat(frames).reset_index()
     df["half"] = df["qid"].map(half)
     return df[["chunking", "system", "qid", "chapter", "half", "mrr", "recall"]], params
