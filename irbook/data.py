@@ -3,14 +3,17 @@
 # %% ../nbs/00_data.ipynb #14af3fa0
 from __future__ import annotations
 
-import csv
 import hashlib
 import http.client
 import json
 import os
+import re
+import shutil
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,10 +21,10 @@ import platformdirs
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'FASTBOOK_CHAPTERS', 'JQARA_OFFLINE_RUNS', 'JQARA_RUNS', 'SOURCES', 'MARKER',
-           'Source', 'DataError', 'ChecksumError', 'DataNotFound', 'MalformedData', 'data_dir', 'cache_dir',
-           'sha256_file', 'download', 'fetch', 'load_notebook', 'load_fastbook_chapter', 'load_benchmark',
-           'load_fts_keywords', 'load_jqara_qrels', 'load_jqara_run', 'load_jqara_expected', 'load_jsquad',
+__all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'ENV_URL_HOST', 'FASTBOOK_CHAPTERS', 'JQARA_RUN_SHA256', 'JQARA_RUNS',
+           'SOURCES', 'MARKER', 'Source', 'DataError', 'ChecksumError', 'DataNotFound', 'MalformedData', 'data_dir',
+           'cache_dir', 'sha256_file', 'download', 'fetch', 'load_notebook', 'load_fastbook_chapter', 'load_benchmark',
+           'load_fts_keywords', 'load_jqara_qrels', 'load_jqara_run', 'load_jqara_leaderboard', 'load_jsquad',
            'folder_hashes', 'folder_is_complete', 'build_folder']
 
 # %% ../nbs/00_data.ipynb #0afad3f1
@@ -32,11 +35,13 @@ ENV_CACHE = (
     "IRBOOK_CACHE"  # where downloads are kept (default: the platform's user cache dir)
 )
 ENV_OFFLINE = "IRBOOK_OFFLINE"  # set to 1 to forbid downloads
+# tests only: serve every URL from this http://host:port instead (a network stand-in)
+ENV_URL_HOST = "IRBOOK_TEST_URL_HOST"
 
 
 @dataclass(frozen=True)
 class Source:
-    "One external file of the course: its name in a data dir, public URL, expected sha256 and licence."
+    "One external file: its name in a data dir, public URL, sha256 and licence."
 
     name: str
     url: str | None
@@ -45,17 +50,24 @@ class Source:
 
 # %% ../nbs/00_data.ipynb #0799c54d
 _GH = "https://raw.githubusercontent.com"
-_FB_DATA = f"{_GH}/vishalbakshi/fastbook-benchmark/16cc5a25375c027599d2e00b9d11a271fc875498/data"
+_FB_DATA = (
+    f"{_GH}/vishalbakshi/fastbook-benchmark"
+    "/16cc5a25375c027599d2e00b9d11a271fc875498/data"
+)
 _FB_HEAD = (
     f"{_GH}/vishalbakshi/fastbook-benchmark/e812ad0cf449c99ac97d4ede773f00358b09f22e"
 )
-_JQ = f"{_GH}/hotchpotch/JQaRA/e2fa20e42e940473d976407494f9d572bbdbf99a/evaluator/data/eval_results"
-_JG = f"{_GH}/yahoojapan/JGLUE/6f071c0/datasets/jsquad-v1.3"
+_JQ_HEAD = f"{_GH}/hotchpotch/JQaRA/e2fa20e42e940473d976407494f9d572bbdbf99a"
+_JQ = f"{_JQ_HEAD}/evaluator/data/eval_results"
+_JG = (
+    f"{_GH}/yahoojapan/JGLUE/6f071c09316baae89c3d083a90985b4b1cb9968c"
+    "/datasets/jsquad-v1.3"
+)
 
 _FASTBOOK = (
     "fastbook prose: not licensed for redistribution (private copies only); code GPLv3"
 )
-_BENCH = "fastbook-benchmark: no licence file in the repository (download, do not redistribute)"
+_BENCH = "fastbook-benchmark: no licence file (download, do not redistribute)"
 _JQARA = "JQaRA: data CC BY-SA 4.0, evaluator code MIT"
 
 FASTBOOK_CHAPTERS = {
@@ -76,54 +88,89 @@ _FASTBOOK_SHA = {
     10: "8415f22150ee5a39fb92a2f929905089df49756c8c21a05dbd2412967470ceb5",
     13: "9c80db73221e0b6446874eb1b5c55b0aca24b787cd847541b161cae128dd84ef",
 }
-JQARA_OFFLINE_RUNS = {  # the runs mirrored offline, with their sha256
-    "bm25": "0299bca824f231c5c91abe74970a462bd74506322d77be23bbf5d6ff79187d01",
-    "multilingual-e5-small": "d6c522efca59d6a5bc111837038bd3a8edfa19eb6c9be9ee8eedf929fe2511c4",
-    "multilingual-e5-large": "a1db99d63b32577b37b13f5cbc7be5fea298eb31bb26ca998866dc7255e84f38",
-    "bge-m3+dense": "79355513c6ebc518d66d84ea58a29dc0e640a582569f272ab9f782f018efcdb7",
-    "JaColBERTv2.5": "c7ea7f5346323bfcf40cf3a5aaeb6a6af2cecce3a0658b5492a8c06a67a7a6a4",
-    "ruri-small": "fc6e4aab6dd31b95e6b558c206b0cf2699ef7ad6e4d71351f9729ecaaa508b0a",
-    "japanese-reranker-cross-encoder-small-v1": "ca46668e0c89b598c1d5db5eb4daab8c68f11e49584724ecd6580a6a7fb26308",
-    "random": "f2317205e60b5c66e7af556fbe816def9e9b60346c2a62d05664f0756ed3db93",
-}
-JQARA_RUNS = tuple(
-    sorted(
-        set(JQARA_OFFLINE_RUNS)
-        | {  # every run the JQaRA evaluator publishes (39)
-            "GLuCoSE-base-ja-v2",
-            "GLuCoSE-base-ja",
-            "JaColBERT",
-            "JaColBERTv2.4",
-            "JaColBERTv2",
-            "bge-m3+all",
-            "bge-m3+colbert",
-            "bge-m3+sparse",
-            "bge-reranker-base",
-            "bge-reranker-large",
-            "bge-reranker-v2-m3",
-            "cross-encoder-mmarco-mMiniLMv2-L12-H384-v1",
-            "fio-base-japanese-v0.1",
-            "japanese-bge-reranker-v2-m3-v1",
-            "japanese-reranker-cross-encoder-base-v1",
-            "japanese-reranker-cross-encoder-large-v1",
-            "japanese-reranker-cross-encoder-xsmall-v1",
-            "japanese-splade-base-v1",
-            "minhash",
-            "ruri-base",
-            "ruri-large",
-            "ruri-reranker-base",
-            "ruri-reranker-large",
-            "ruri-reranker-small",
-            "shioriha-large-reranker",
-            "static-embedding-japanese",
-            "sup-simcse-ja-base",
-            "sup-simcse-ja-large",
-            "text-embedding-3-small",
-            "unsup-simcse-ja-base",
-            "unsup-simcse-ja-large",
-        }
-    )
-)
+# every run the JQaRA evaluator publishes, each followed by its sha256
+_JQARA_RUN_SHA256 = """
+GLuCoSE-base-ja
+  8391ba4be7f7ed2b0786a07b955d4da68bc96cda54811fbb478bd64281923d45
+GLuCoSE-base-ja-v2
+  454d967a94dfb45dcee9db238fd9e750c0276a145438a456afac59a7d2a1c190
+JaColBERT
+  134a93f28bed31e155c7b1f65cc3a88baf24eaf2d0d1c140711ede7a36ec97a1
+JaColBERTv2
+  cae2e5abeb362b64ffc672676bd4d04bb50160f43c66e7bc2a0591bae80910b5
+JaColBERTv2.4
+  b1fb4efad67820a1075e1074a214ffd51a14cd90efea523d0e738a965e7fe828
+JaColBERTv2.5
+  c7ea7f5346323bfcf40cf3a5aaeb6a6af2cecce3a0658b5492a8c06a67a7a6a4
+bge-m3+all
+  bef6fe3a71a06c7697d090d6e71ae63453f9ca4940102b3bceacf195d590437d
+bge-m3+colbert
+  caad12832b0fc46017f1cad5089bc10649e62ab53e0296a5d82685d542f79173
+bge-m3+dense
+  79355513c6ebc518d66d84ea58a29dc0e640a582569f272ab9f782f018efcdb7
+bge-m3+sparse
+  8238e34377331d55cb2775ce6c1859e1f5bc4e8a603c761f2e19e2597d64498d
+bge-reranker-base
+  0ab2eb567c39d5645dcd670389fb44aac6ef3f6d329c7b104a8d700d920de5c0
+bge-reranker-large
+  0a0c479232b3518308b038944e1c2cfb6be529236746bb8b5468f7b6b16bd8ca
+bge-reranker-v2-m3
+  65dfe0f64338d159caf5d1e168e2c877d1d294b9f79a78fe8134c19af017d7b2
+bm25
+  0299bca824f231c5c91abe74970a462bd74506322d77be23bbf5d6ff79187d01
+cross-encoder-mmarco-mMiniLMv2-L12-H384-v1
+  fc9a0e58124d497c8f359443c4021b8ebcc01c4d96d8d4fa5e77555f54bfd712
+fio-base-japanese-v0.1
+  d662421e4417629857678b380693ab0160be6569c0a283ffd88663c454e6409a
+japanese-bge-reranker-v2-m3-v1
+  ada63bab1e4a6d15e061a6e1b66c7b01ab2478fb181b00eee92aaf31e98ec768
+japanese-reranker-cross-encoder-base-v1
+  0f6164ec30c2ebd29a44785b385ff56e392808b14033cf07864d1aa4f5ee7401
+japanese-reranker-cross-encoder-large-v1
+  625840e8b7a5dba2cfe10e8e022b53e9f01575ebbf588e3dbb8e4cc596b64462
+japanese-reranker-cross-encoder-small-v1
+  ca46668e0c89b598c1d5db5eb4daab8c68f11e49584724ecd6580a6a7fb26308
+japanese-reranker-cross-encoder-xsmall-v1
+  4e723806286c10960dd69cbde1e1b8772c148834fa907ef659e97baed7717e8d
+japanese-splade-base-v1
+  90f1128061406d796ae20bfd9308017bccfac39d41274800cc76acf5c9e3466e
+minhash
+  af877f567d307febda53df1f25e9fd416acc121f56dcc088a10cb25f06bcd440
+multilingual-e5-large
+  a1db99d63b32577b37b13f5cbc7be5fea298eb31bb26ca998866dc7255e84f38
+multilingual-e5-small
+  d6c522efca59d6a5bc111837038bd3a8edfa19eb6c9be9ee8eedf929fe2511c4
+random
+  f2317205e60b5c66e7af556fbe816def9e9b60346c2a62d05664f0756ed3db93
+ruri-base
+  ab667a9042ea3551ae6e8c3293c1c613b2b665a5c7a3441edd60b35c229dc1eb
+ruri-large
+  c612821da3ef21752447b4707b269b015a65b9a91fdbf5dd31a435e8b2b54cac
+ruri-reranker-base
+  8d783971b594cff19f8c2e2f6b3ab3cbd2de82da5e346719fea266d1040f414a
+ruri-reranker-large
+  da0e68275de052a326c088aa754131f114a4be6245bc192e7ec2d1e5027f3f6d
+ruri-reranker-small
+  070bf4b8c89d96f27675e9d5c16d11899422869f0a4696b19c0a3a1c69bfdc9b
+ruri-small
+  fc6e4aab6dd31b95e6b558c206b0cf2699ef7ad6e4d71351f9729ecaaa508b0a
+shioriha-large-reranker
+  5ccb7a5fde0362cb67081d2da704b3fd7f62af43fd58842675f45dc421005024
+static-embedding-japanese
+  521c2f75d25ae501dfa11a7e2a01e6d26a93b2e73527f6a48849eeaca1f6e4e5
+sup-simcse-ja-base
+  e1b38a5a1fd8ab44e11cf34a492cbd15e9ec49364b915167f701ec85c90fb36f
+sup-simcse-ja-large
+  1b7a547347936017d7d700b1b337736c1bb83c53565fe5440b65268925cabbe3
+text-embedding-3-small
+  15b4e51de67abaad09f005bf5a298dc0707df94e0459bdce6bf1a3208bac2932
+unsup-simcse-ja-base
+  cf17367af69c620d75fa5a94cc7b629eb629403a2029c0618fc7f1885a611b1e
+unsup-simcse-ja-large
+  85bdccf4fe4733d1457f2b62e7b0e681d8d77c01eda3702081dc877c40bf8104
+"""
+JQARA_RUN_SHA256 = dict(zip(*[iter(_JQARA_RUN_SHA256.split())] * 2))
+JQARA_RUNS = tuple(JQARA_RUN_SHA256)  # the 39 published runs, sorted
 
 SOURCES: dict[str, Source] = {
     s.name: s
@@ -159,16 +206,16 @@ SOURCES: dict[str, Source] = {
             Source(
                 f"jqara/runs/{r}.lz4",
                 f"{_JQ}/runs/{r}.lz4",
-                JQARA_OFFLINE_RUNS.get(r),
+                JQARA_RUN_SHA256[r],
                 _JQARA,
             )
             for r in JQARA_RUNS
         ),
         Source(
-            "jqara/expected_metrics_ranx.json",
-            None,
-            None,
-            "JQaRA README leaderboard (published figures), as computed with ranx; offline mirror only",
+            "jqara/README.md",  # the published leaderboard (nDCG@10, MRR@10)
+            f"{_JQ_HEAD}/README.md",
+            "908e0e7022b9415bfa6ff98c548060a131a697da2b678987cf2e9ac7e205f02a",
+            _JQARA,
         ),
         Source(
             "jsquad/valid-v1.3.json",
@@ -209,7 +256,7 @@ def data_dir() -> Path | None:
 
 
 def cache_dir() -> Path:
-    "The directory downloads are cached in (`IRBOOK_CACHE`, else the platform's user cache dir)."
+    "The download cache: `IRBOOK_CACHE`, else the platform's user cache dir."
     d = os.environ.get(ENV_CACHE)
     return Path(d).expanduser() if d else Path(platformdirs.user_cache_dir("irbook"))
 
@@ -230,7 +277,7 @@ def download(
     timeout: float = 60,
     progress: bool = True,
 ) -> Path:
-    "Download `url` to `dest` atomically, checking the byte count and `sha256`; nothing is left behind on failure."
+    "Download `url` to `dest` atomically, checking size and `sha256`."
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
@@ -286,6 +333,12 @@ def _check(path: Path, src: Source, where: str) -> Path:
     return path
 
 
+def _mapped(url: str) -> str:
+    "`url`, or its path on the stand-in host `IRBOOK_TEST_URL_HOST` when set."
+    host = os.environ.get(ENV_URL_HOST)
+    return host.rstrip("/") + urllib.parse.urlsplit(url).path if host else url
+
+
 def fetch(
     name: str,
     *,
@@ -293,7 +346,7 @@ def fetch(
     offline: bool | None = None,
     progress: bool = True,
 ) -> Path:
-    "Path to the verified local copy of source `name`: offline dir, then cache, then download (`url` overrides the source's)."
+    "Verified local copy of source `name`: offline dir, then cache, then download."
     if name not in SOURCES:
         raise KeyError(
             f"unknown data file {name!r}; known: {', '.join(sorted(SOURCES))}"
@@ -317,20 +370,21 @@ def fetch(
     )
     if url is None or offline:
         raise DataNotFound(
-            f"{name}: not found in ${ENV_DATA} ({data_dir()}) nor in the cache ({cache_dir()}), "
-            f"and {'downloads are disabled' if url else 'it cannot be downloaded'}. {hint}."
+            f"{name}: not in ${ENV_DATA} ({data_dir()}) nor in the cache "
+            f"({cache_dir()}), and "
+            f"{'downloads are disabled' if url else 'it cannot be downloaded'}. {hint}."
         )
     try:
-        return download(url, cached, src.sha256, progress=progress)
+        return download(_mapped(url), cached, src.sha256, progress=progress)
     except (urllib.error.URLError, OSError) as e:
         raise DataNotFound(
-            f"{name}: not found in ${ENV_DATA} ({data_dir()}) nor in the cache ({cache_dir()}), "
-            f"and downloading {url} failed ({e}). {hint}."
+            f"{name}: not in ${ENV_DATA} ({data_dir()}) nor in the cache "
+            f"({cache_dir()}), and downloading {url} failed ({e}). {hint}."
         ) from e
 
 # %% ../nbs/00_data.ipynb #e2d0bc2b
 def _reject(path: Path, msg: str):
-    "Raise MalformedData; a rejected file inside the cache is deleted so it is never served again."
+    "Raise MalformedData; a rejected file in the cache is deleted, never served again."
     path = Path(path)
     try:
         if path.resolve().is_relative_to(cache_dir().resolve()):
@@ -351,7 +405,7 @@ def _read_json(path: Path, name: str):
 
 
 def load_notebook(path: Path | str, name: str | None = None) -> dict:
-    "Read a Jupyter notebook file as a dict, rejecting anything that is not nbformat 4 with a cell list."
+    "A Jupyter notebook file as a dict; anything but nbformat 4 with cells is rejected."
     name = name or str(path)
     nb = _read_json(Path(path), name)
     if (
@@ -367,17 +421,18 @@ def load_notebook(path: Path | str, name: str | None = None) -> dict:
 
 
 def load_fastbook_chapter(chapter: int) -> dict:
-    "The fastbook chapter notebook number `chapter` (1, 2, 4, 8, 9, 10 or 13) as an nbformat-4 dict."
+    "fastbook chapter `chapter` (1, 2, 4, 8, 9, 10 or 13) as an nbformat-4 dict."
     if chapter not in FASTBOOK_CHAPTERS:
         raise ValueError(
-            f"fastbook chapter {chapter!r} is not in the benchmark; choose from {sorted(FASTBOOK_CHAPTERS)}"
+            f"fastbook chapter {chapter!r} is not in the benchmark; "
+            f"choose from {sorted(FASTBOOK_CHAPTERS)}"
         )
     name = f"fastbook/{FASTBOOK_CHAPTERS[chapter]}.ipynb"
     return load_notebook(fetch(name), name)
 
 # %% ../nbs/00_data.ipynb #95a187f3
 def load_benchmark() -> dict:
-    "The fastbook-benchmark: {'questions': [...]} with 191 questions and their gold answer contexts."
+    "The fastbook-benchmark: {'questions': [...]}, 191 questions with gold contexts."
     name = "fastbook-benchmark.json"
     path = fetch(name)
     d = _read_json(path, name)
@@ -387,7 +442,7 @@ def load_benchmark() -> dict:
 
 
 def load_fts_keywords():
-    "The benchmark author's LLM-written full-text-search keywords, one row per question (pandas DataFrame)."
+    "The author's LLM-written full-text-search keywords, one row per question."
     import pandas as pd
 
     name = "fts_keywords.csv"
@@ -420,8 +475,7 @@ def load_jqara_qrels():
 
 
 def load_jqara_run(run_name: str):
-    "The published JQaRA ranking `run_name` (see `JQARA_RUNS`) as a ranx `Run` named after it."
-    import warnings
+    "The published JQaRA ranking `run_name` (see `JQARA_RUNS`) as a named ranx `Run`."
     from ranx import Run
 
     if run_name not in JQARA_RUNS:
@@ -429,8 +483,6 @@ def load_jqara_run(run_name: str):
             f"unknown JQaRA run {run_name!r}; available: {', '.join(JQARA_RUNS)}"
         )
     name = f"jqara/runs/{run_name}.lz4"
-    if SOURCES[name].sha256 is None:
-        warnings.warn(f"{name} has no pinned sha256: it is checked only by parsing")
     path = fetch(name)
     try:
         run = Run.from_file(str(path), kind="lz4")
@@ -440,16 +492,57 @@ def load_jqara_run(run_name: str):
     return run
 
 
-def load_jqara_expected() -> dict:
-    "The JQaRA leaderboard (run name -> ndcg@10, mrr@10, ndcg@100, mrr@100) as published, computed with ranx."
-    name = "jqara/expected_metrics_ranx.json"
+_JQARA_FAMILIES = {  # README section heading -> model family
+    "密な文ベクトルモデル": "dense",
+    "ColBERT モデル": "colbert",
+    "CrossEncoder モデル": "cross-encoder",
+    "スパースベクトルモデル": "sparse",
+    "その他モデル": "other",
+}
+
+
+def _leaderboard_row(line: str, family: str) -> dict | None:
+    "One table row of the JQaRA README as a dict, or None for a header or rule row."
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) != 3 or not re.fullmatch(r"\d*\.\d+", cells[1]):
+        return None
+    m = re.fullmatch(r"\[(.+?)\]\(.*\)", cells[0])  # [name](model page) or a bare name
+    run = m.group(1) if m else cells[0]
+    return {
+        "run": run,
+        "family": family,
+        "ndcg@10": float(cells[1]),
+        "mrr@10": float(cells[2]),
+    }
+
+
+def load_jqara_leaderboard():
+    "JQaRA's published leaderboard: nDCG@10 and MRR@10 per run, with the model family."
+    import pandas as pd
+
+    name = "jqara/README.md"
     path = fetch(name)
-    d = _read_json(path, name)
-    if not isinstance(d, dict) or not all(
-        isinstance(v, dict) and "ndcg@10" in v for v in d.values()
+    rows, family = [], None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            family = _JQARA_FAMILIES.get(line.lstrip("#").strip())
+        elif (
+            family and line.startswith("|") and (row := _leaderboard_row(line, family))
+        ):
+            rows.append(row)
+    df = pd.DataFrame(rows, columns=["run", "family", "ndcg@10", "mrr@10"])
+    unknown = sorted(set(df.run) - set(JQARA_RUNS))
+    if (
+        set(df.family) != set(_JQARA_FAMILIES.values())
+        or unknown
+        or df.run.duplicated().any()
     ):
-        _reject(path, f"{name} ({path}) is not a mapping run -> metrics")
-    return d
+        _reject(
+            path,
+            f"{name} ({path}): no leaderboard with the five model tables "
+            f"(families {sorted(set(df.family))}, unknown runs {unknown})",
+        )
+    return df.set_index("run")
 
 # %% ../nbs/00_data.ipynb #e1d1a75f
 def load_jsquad() -> dict:
@@ -462,13 +555,12 @@ def load_jsquad() -> dict:
     return d
 
 # %% ../nbs/00_data.ipynb #5639ca33
-import shutil, warnings
-
-MARKER = "irbook-complete.json"  # written last into a built folder: its presence, with matching hashes, means "complete"
+# written last into a built folder: present, with matching hashes, it means "complete"
+MARKER = "irbook-complete.json"
 
 
 def folder_hashes(folder) -> dict:
-    "SHA-256 of every file below `folder` (relative path -> hex digest), the marker left out."
+    "SHA-256 of every file below `folder` (relative path -> hex), the marker left out."
     folder = Path(folder)
     return {
         str(p.relative_to(folder)): sha256_file(p)
@@ -478,7 +570,7 @@ def folder_hashes(folder) -> dict:
 
 
 def folder_is_complete(folder, key: str) -> bool:
-    "True if `folder` was finished by `build_folder` for `key`: marker present, same key, every file's SHA-256 as recorded."
+    "True if `build_folder` finished `folder` for `key` and no file changed since."
     folder = Path(folder)
     try:
         m = json.loads((folder / MARKER).read_text())
@@ -490,7 +582,7 @@ def folder_is_complete(folder, key: str) -> bool:
 
 
 def build_folder(folder, key: str, build, rebuild: bool = False) -> Path:
-    "`folder` complete for `key`: reused if `folder_is_complete`, else `build(tmp)` fills a temp folder, the marker is written last and the folder renamed into place."
+    "`folder` built for `key`: reused if complete, else built in a temp dir, renamed."
     if not isinstance(key, str) or not key:
         raise ValueError(
             f"key must be a non-empty string (e.g. a settings hash), got {key!r}"
@@ -501,7 +593,7 @@ def build_folder(folder, key: str, build, rebuild: bool = False) -> Path:
     if folder.exists():
         if not rebuild:
             warnings.warn(
-                f"{folder} is incomplete or was built with other settings: rebuilding it"
+                f"{folder} is incomplete or has other settings: rebuilding it"
             )
         shutil.rmtree(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The data layer against a real HTTP server on 127.0.0.1 serving copies of the offline mirror."""
 
-import hashlib, http.server, json, os, shutil, socket, threading, warnings
+import hashlib, http.server, json, os, re, shutil, socket, threading, warnings
 from pathlib import Path
 
 import pytest
@@ -223,12 +223,95 @@ def test_malformed_jqara_run_rejected(tmp_path, monkeypatch):
 
 def test_registry_is_complete():
     assert len(D.FASTBOOK_CHAPTERS) == 7 and len(D.JQARA_RUNS) == 39
+    assert "jqara/README.md" in D.SOURCES
+    assert not any("expected_metrics" in n for n in D.SOURCES)  # not a published file
     for s in D.SOURCES.values():
-        assert s.url is None or s.url.startswith("https://"), s
-    # every file of the offline mirror is a known source, and every hashed one matches it
+        # a public URL pinned to a full commit id, and the sha256 of the bytes
+        assert re.fullmatch(r"https://[^/]+/.*/[0-9a-f]{40}/.+", s.url or ""), s
+        assert re.fullmatch(r"[0-9a-f]{64}", s.sha256 or ""), s
+    # every file of the offline mirror matches its pinned hash
     for name, s in D.SOURCES.items():
-        if s.sha256 and (SHARED / name).exists():
+        if (SHARED / name).exists():
             assert D.sha256_file(SHARED / name) == s.sha256, name
+
+
+_README = """# A benchmark
+### 評価結果
+#### 密な文ベクトルモデル
+
+| model_names | ndcg@10 | mrr@10 |
+| :--- | ---: | ---: |
+| [ruri-small](https://example.org/ruri) |  0.5359 | 0.7661 |
+| bm25 | 0.458 | 0.702 |
+
+#### ColBERT モデル
+| model_names | ndcg@10 | mrr@10 |
+| :--- | ---: | ---: |
+| [JaColBERTv2.5](https://example.org/jacolbert) | 0.642 | 0.8647 |
+
+#### CrossEncoder モデル
+| [ruri-reranker-large](https://example.org/r) | 0.7712 | 0.9098 |
+#### スパースベクトルモデル
+| japanese-splade-base-v1 | 0.6441 | 0.8616 |
+#### その他モデル
+| [bge-m3+all](https://example.org/b) | 0.576 | 0.8178 |
+
+## Not a leaderboard
+| random | 0.1 | 0.2 |
+"""
+
+
+def _readme_in(tmp_path, monkeypatch, text):
+    name = "jqara/README.md"
+    _unhashed(monkeypatch, name)
+    monkeypatch.setenv(D.ENV_DATA, str(tmp_path))
+    monkeypatch.setenv(D.ENV_CACHE, str(tmp_path / "cache"))
+    (tmp_path / "jqara").mkdir(exist_ok=True)
+    (tmp_path / name).write_text(text, encoding="utf-8")
+
+
+def test_leaderboard_parser_on_a_toy_readme(tmp_path, monkeypatch):
+    _readme_in(tmp_path, monkeypatch, _README)
+    b = D.load_jqara_leaderboard()
+    assert list(b.columns) == ["family", "ndcg@10", "mrr@10"]
+    assert b.loc["ruri-small"].tolist() == ["dense", 0.5359, 0.7661]
+    assert b.loc["bm25", "family"] == "dense" and "random" not in b.index
+    assert b["family"].value_counts().to_dict() == {
+        "dense": 2,
+        "colbert": 1,
+        "cross-encoder": 1,
+        "sparse": 1,
+        "other": 1,
+    }
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("# no tables here", "five model tables"),
+        (_README.replace("#### その他モデル", "#### Others"), "five model tables"),
+        (_README.replace("bm25", "bm99"), "unknown runs.*bm99"),
+        (_README + "#### 密な文ベクトルモデル\n| bm25 | 0.1 | 0.2 |\n", "five model"),
+    ],
+)
+def test_malformed_leaderboard_is_rejected(tmp_path, monkeypatch, text, match):
+    _readme_in(tmp_path, monkeypatch, text)
+    with pytest.raises(D.MalformedData, match=match):
+        D.load_jqara_leaderboard()
+
+
+def test_published_leaderboard():
+    b = D.load_jqara_leaderboard()
+    assert len(b) == 37 and set(D.JQARA_RUNS) - set(b.index) == {"random", "minhash"}
+    assert b["family"].value_counts().to_dict() == {
+        "dense": 15,
+        "cross-encoder": 13,
+        "colbert": 5,
+        "sparse": 3,
+        "other": 1,
+    }
+    scores = b[["ndcg@10", "mrr@10"]].to_numpy()
+    assert ((scores > 0) & (scores < 1)).all()
 
 
 # ---- built folders in the cache (irbook.data.build_folder) ----------------------------------
