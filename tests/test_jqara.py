@@ -22,9 +22,9 @@ from scipy import stats as sps
 
 from irbook import jqara as J
 from irbook.data import (
-    JQARA_OFFLINE_RUNS,
+    JQARA_RUNS,
     DataNotFound,
-    load_jqara_expected,
+    load_jqara_leaderboard,
     load_jqara_qrels,
 )
 from irbook.metrics import QueryMismatch
@@ -50,7 +50,7 @@ def qrels(_offline_data):
 
 @pytest.fixture(scope="module")
 def runs(_offline_data):
-    return J.load_runs(list(JQARA_OFFLINE_RUNS))
+    return J.load_runs()  # all 39 published runs
 
 
 def _toy():
@@ -65,31 +65,76 @@ def _toy():
 
 # ---------------------------------------------------------------- the leaderboard itself
 def test_leaderboard_reproduces_published_values_with_both_engines(qrels, runs):
-    expected = load_jqara_expected()
-    ours = J.leaderboard(runs, qrels, expected=expected)
+    "Every row of the README's leaderboard, from the 39 runs, with irbook and with ranx."
+    board = load_jqara_leaderboard()
+    ours = J.leaderboard(runs, qrels, published=board)
     theirs = J.leaderboard(runs, qrels, engine="ranx")
-    assert set(ours.index) == set(JQARA_OFFLINE_RUNS) == set(theirs.index)
-    for name in JQARA_OFFLINE_RUNS:
+    assert set(ours.index) == set(JQARA_RUNS) == set(theirs.index)
+    assert len(board) == 37 and set(JQARA_RUNS) - set(board.index) == {
+        "random",
+        "minhash",
+    }
+    for name in board.index:
         for m in J.LEADERBOARD_METRICS:
-            pub = expected[name][m]
-            assert abs(ours.loc[name, m] - pub) < 5e-5, (
-                name,
-                m,
-                ours.loc[name, m],
-                pub,
-            )
-            assert abs(theirs.loc[name, m] - pub) < 5e-5, (
-                name,
-                m,
-                theirs.loc[name, m],
-                pub,
-            )
+            pub = board.loc[name, m]
+            for table in (ours, theirs):
+                assert abs(table.loc[name, m] - pub) <= 5e-5 + 1e-12, (name, m, pub)
             assert abs(ours.loc[name, m] - theirs.loc[name, m]) < 1e-9, (name, m)
             assert ours.loc[name, f"{m} published"] == pub
-    assert (ours["max |diff|"] < 5e-5).all()
+    assert (ours.loc[board.index, "max |diff|"] <= 5e-5 + 1e-12).all()
+    assert ours.loc[["random", "minhash"], "max |diff|"].isna().all()  # not published
     # sorted best first by the first metric, as documented
     assert list(ours["ndcg@10"]) == sorted(ours["ndcg@10"], reverse=True)
-    assert ours.index[0] == "JaColBERTv2.5" and ours.index[-1] == "random"
+    assert ours.index[0] == board["ndcg@10"].idxmax() and ours.index[-1] == "random"
+
+
+def test_leaderboard_published_needs_a_shared_metric(qrels, runs):
+    board = load_jqara_leaderboard()
+    with pytest.raises(ValueError, match="published has none"):
+        J.leaderboard({"bm25": runs["bm25"]}, qrels, ["ndcg@100"], published=board)
+
+
+# ---------------------------------------------------------------- Holm and family leaders
+def _holm_reference(p):
+    "Holm's procedure written from its definition: step down the sorted p-values."
+    m, order = len(p), sorted(range(len(p)), key=lambda i: p[i])
+    adj, running = [0.0] * m, 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * p[i]))
+        adj[i] = running
+    return adj
+
+
+def test_holm_equals_its_definition():
+    rng = np.random.default_rng(0)
+    for m in (1, 2, 5, 40):
+        for _ in range(20):
+            p = rng.uniform(0, 0.2, m) ** rng.uniform(0.5, 3)
+            assert np.allclose(J.holm(p), _holm_reference(list(p)), atol=1e-15)
+    assert J.holm([0.01, 0.04, 0.03, 0.005]).tolist() == pytest.approx(
+        [0.03, 0.06, 0.06, 0.02]
+    )
+    for bad in ([0.1, np.nan], [1.2], [[0.1, 0.2]], [-0.1]):
+        with pytest.raises(ValueError, match="p-values"):
+            J.holm(bad)
+
+
+def test_versus_best_is_a_paired_t_test_against_the_group_leader(qrels, runs):
+    names = ["bm25", "japanese-splade-base-v1", "ruri-small", "ruri-base", "ruri-large"]
+    pq = J.per_query({n: runs[n] for n in names}, qrels)
+    groups = pd.Series(["sparse", "sparse", "dense", "dense", "dense"], index=names)
+    vs = J.versus_best(pq, groups)
+    leader = {g: pq[list(groups[groups == g].index)].mean().idxmax() for g in groups}
+    assert set(vs.index) == set(names) - set(leader.values())
+    for n, row in vs.iterrows():
+        assert row["best"] == leader[groups[n]]
+        assert row["gap"] == pytest.approx(pq[n].mean() - pq[row["best"]].mean())
+        assert row["p"] == pytest.approx(sps.ttest_rel(pq[row["best"]], pq[n]).pvalue)
+    assert np.allclose(vs["p (Holm)"], _holm_reference(list(vs["p"])))
+    with pytest.raises(ValueError, match="without per-query scores"):
+        J.versus_best(pq.drop(columns="bm25"), groups)
+    with pytest.raises(ValueError, match="no group has two runs"):
+        J.versus_best(pq[["bm25"]], groups[["bm25"]])
 
 
 def test_leaderboard_single_metric_and_list_of_runs(qrels, runs):
@@ -209,8 +254,19 @@ def test_leaderboard_argument_checks(runs, qrels):
 
 
 # ---------------------------------------------------------------- run names, local runs, loading
-def test_local_runs_are_the_offline_mirror():
-    assert set(J.local_runs()) == set(JQARA_OFFLINE_RUNS)
+def _partial_mirror(tmp_path, monkeypatch, names):
+    "An offline dir holding the qrels and only the runs `names` (symlinks into the mirror)."
+    (tmp_path / "jqara" / "runs").mkdir(parents=True)
+    for rel in ["jqara/qrels.trec", *(f"jqara/runs/{n}.lz4" for n in names)]:
+        (tmp_path / rel).symlink_to(SHARED / rel)
+    monkeypatch.setenv("IRBOOK_DATA", str(tmp_path))
+    monkeypatch.setenv("IRBOOK_CACHE", str(tmp_path / "cache"))
+
+
+def test_local_runs_are_the_runs_on_disk(tmp_path, monkeypatch):
+    assert set(J.local_runs()) == set(JQARA_RUNS)  # the offline copy holds all 39
+    _partial_mirror(tmp_path, monkeypatch, ["random", "bm25"])
+    assert J.local_runs() == ["bm25", "random"]
 
 
 def test_unknown_run_names_fail_before_loading(monkeypatch):
@@ -227,15 +283,13 @@ def test_unknown_run_names_fail_before_loading(monkeypatch):
         J.load_runs(["bm25"], missing="ignore")
 
 
-def test_runs_that_cannot_be_fetched_raise_or_are_skipped(monkeypatch):
-    online_only = next(n for n in J.JQARA_RUNS if n not in JQARA_OFFLINE_RUNS)
-    # offline (IRBOOK_OFFLINE=1), a published run that is not mirrored cannot be fetched
-    with pytest.raises(DataNotFound, match=re.escape(online_only)):
-        J.load_runs([online_only])
-    with pytest.warns(
-        UserWarning, match=f"skipped 1 JQaRA runs.*{re.escape(online_only)}"
-    ):
-        got = J.load_runs(["random", online_only], missing="skip")
+def test_runs_that_cannot_be_fetched_raise_or_are_skipped(tmp_path, monkeypatch):
+    _partial_mirror(tmp_path, monkeypatch, ["random"])
+    # offline (IRBOOK_OFFLINE=1), a published run that is not on disk cannot be fetched
+    with pytest.raises(DataNotFound, match=re.escape("bm25")):
+        J.load_runs(["bm25"])
+    with pytest.warns(UserWarning, match="skipped 1 JQaRA runs.*bm25"):
+        got = J.load_runs(["random", "bm25"], missing="skip")
     assert list(got) == ["random"] and got["random"].name == "random"
 
 
