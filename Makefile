@@ -9,7 +9,7 @@ SITE   := book/_build/html
 # in llama-index, faiss, onnx, nltk and more that the course never imports; what they do import is in requirements.txt
 NODEPS := pylate==1.6.0 ragatouille==0.0.9.post2 colbert-ai==0.2.22 llama-index-core==0.14.25 banks==2.5.1
 
-.PHONY: book test install site-check export lock clean
+.PHONY: book test test-slow install site-check export lock clean page
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,8 +24,12 @@ $(VENV)/.installed: requirements.txt pyproject.toml Makefile | $(BIN)/python
 install: $(VENV)/.installed
 
 test: install
-	# two workers: one per core (pytest-xdist); the notebooks dominate the run
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 tests
+	# two workers: one per core (pytest-xdist); tests marked slow are left to `make test-slow`
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 --durations=15 tests
+
+# the training- and encoding-heavy tests (CI runs them after the book, whose cache they reuse)
+test-slow: install
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 -m slow --durations=15 tests
 
 book: install
 	rm -rf book/_build
@@ -33,6 +37,16 @@ book: install
 	# Figures need the inline backend: an inherited MPLBACKEND (e.g. Agg, as CI sets for the tests) would drop every plot.
 	TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
 	@echo "site: $(SITE)/index.html"
+
+# one chapter as its own small site, for checking a page while writing it: make page NB=12_full_text_search
+PAGE := $(or $(TMPDIR),/tmp)/irbook-page/$(NB)
+page: install
+	@test -n "$(NB)" -a -f "nbs/$(NB).ipynb" || { echo "usage: make page NB=<notebook stem in nbs/>"; exit 2; }
+	rm -rf $(PAGE) && mkdir -p $(PAGE)
+	cp book/_config.yml $(PAGE)/ && ln -s $(abspath book/_ext) $(PAGE)/_ext && ln -s $(abspath nbs) $(PAGE)/nbs
+	printf 'format: jb-book\nroot: nbs/$(NB)\n' > $(PAGE)/_toc.yml
+	TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going $(PAGE)
+	@echo "page: $(PAGE)/_build/html/nbs/$(NB).html"
 
 # checks the built site (run after `make book`)
 site-check: install

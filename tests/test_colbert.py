@@ -236,6 +236,7 @@ def converted(pylate_dir, tmp_path_factory):
     return to_colbert_ai(pylate_dir, tmp_path_factory.mktemp("colbert-ai") / "ckpt")
 
 
+@pytest.mark.slow  # training / encoding: `make test-slow`
 def test_conversion_layout_and_round_trip(pylate_dir, converted):
     from safetensors.torch import load_file
 
@@ -258,6 +259,7 @@ def test_conversion_layout_and_round_trip(pylate_dir, converted):
     assert check_colbert_ai(pylate_dir, converted) <= 1e-4
 
 
+@pytest.mark.slow  # training / encoding: `make test-slow`
 def test_check_catches_a_wrong_conversion(pylate_dir, converted, tmp_path):
     import shutil
     from safetensors.torch import load_file, save_file
@@ -328,6 +330,7 @@ def small_corpus():
     return docs, dict(list(qs.items())[:6])
 
 
+@pytest.mark.slow  # training / encoding: `make test-slow`
 def test_ragatouille_same_top_results_as_pylate(
     model, converted, small_corpus, tmp_path
 ):

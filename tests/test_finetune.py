@@ -171,6 +171,7 @@ def tiny_model(tmp_path_factory, questions, chunks):
     )
 
 
+@pytest.mark.slow  # training / encoding: `make test-slow`
 def test_tiny_run_is_seeded_and_reproducible(tiny_model, tmp_path, questions, chunks):
     again = finetuned_model(
         FinetuneSettings(**TINY),
@@ -199,6 +200,7 @@ def test_tiny_run_is_seeded_and_reproducible(tiny_model, tmp_path, questions, ch
     assert not np.allclose(a, base, atol=1e-4)  # training changed the weights
 
 
+@pytest.mark.slow  # training / encoding: `make test-slow`
 def test_half_written_model_is_rebuilt_not_loaded(
     tiny_model, tmp_path, questions, chunks
 ):

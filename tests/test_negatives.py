@@ -298,6 +298,7 @@ def test_false_negative_counting():
     )
 
 
+@pytest.mark.slow  # training / encoding: `make test-slow`
 def test_real_data_matches_sentence_transformers():
     """On the smallest chapter of the book, every method with one and with all positives: ours == sentence-transformers."""
     pytest.importorskip("datasets")

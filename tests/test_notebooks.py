@@ -12,6 +12,15 @@ from nbdev.test import test_nb as run_notebook  # renamed so pytest does not col
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
+# Chapters that encode, train or score dozens of runs even with their `#| slow` cells skipped.
+# `make test-slow` runs them here; `make book` executes every cell of every chapter anyway.
+HEAVY = {
+    "14_colbert_search",
+    "15_fusion_and_rerank",
+    "20_jqara",
+    "21_japanese_search",
+    "33_finetuning",
+}
 
 
 def _flags():
@@ -27,9 +36,17 @@ def _flags():
 
 def test_there_are_notebooks():
     assert len(NOTEBOOKS) >= 2, NOTEBOOKS
+    assert HEAVY <= {nb.stem for nb in NOTEBOOKS}, HEAVY
 
 
-@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "nb",
+    [
+        pytest.param(nb, marks=[pytest.mark.slow] * (nb.stem in HEAVY))
+        for nb in NOTEBOOKS
+    ],
+    ids=lambda p: p.stem,
+)
 def test_notebook(nb):
     skip, force = _flags()
     ok, secs = run_notebook(
