@@ -50,3 +50,28 @@ def test_package_imports_and_has_version():
         cwd=ROOT / "tests",
     )
     assert out.returncode == 0 and out.stdout.strip(), out.stderr
+
+
+def _written_lines(path):
+    "(number, line) of a module's lines, without the `__all__` list nbdev generates."
+    lines = path.read_text().splitlines()
+    skip = set()
+    for i, line in enumerate(lines):
+        if line.startswith("__all__ = ["):
+            j = i
+            while "]" not in lines[j]:
+                j += 1
+            skip |= set(range(i, j + 1))
+    return [(i + 1, x) for i, x in enumerate(lines) if i not in skip]
+
+
+def test_library_lines_fit_88_columns():
+    # exported code is read on the website and in editors: no line wider than ruff's limit
+    wide = [
+        f"{p.relative_to(ROOT)}:{i}"
+        for p in sorted((ROOT / "irbook").rglob("*.py"))
+        if p.name != "_modidx.py"
+        for i, line in _written_lines(p)
+        if len(line) > 88
+    ]
+    assert not wide, f"{len(wide)} lines over 88 characters: {wide[:10]}"

@@ -82,3 +82,34 @@ def test_mathjax_is_local():
         for s in srcs:
             assert (p.parent / s.split("?")[0]).resolve().is_file(), (p.name, s)
     assert with_math >= 1, "no page loads MathJax: the metric chapters should"
+
+
+def _cell_inputs(page):
+    "Text of every rendered code-cell input on `page` (html), one string per cell."
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, "html.parser")
+    return [div.get_text() for div in soup.select("div.cell_input")]
+
+
+def test_no_nbdev_directives_or_show_doc_inputs():
+    # `#| export`, `#| hide`, ... are nbdev's instructions, not lesson code; show_doc cells
+    # show their output (the API reference) only
+    bad = []
+    for p in _pages():
+        for code in _cell_inputs(p.read_text(encoding="utf-8")):
+            for line in code.splitlines():
+                if re.match(r"\s*#\s?\|", line) or "show_doc(" in line:
+                    bad.append((p.name, line.strip()[:80]))
+    assert not bad, bad[:10]
+
+
+def test_code_fits_the_page():
+    # the default page width shows 88 characters of code without a horizontal scrollbar
+    wide = []
+    for p in _pages():
+        for code in _cell_inputs(p.read_text(encoding="utf-8")):
+            wide += [
+                (p.name, len(ln), ln[:60]) for ln in code.splitlines() if len(ln) > 88
+            ]
+    assert not wide, wide[:10]

@@ -1,10 +1,35 @@
 """Sphinx glue for the irbook site.
 
-nbdev's `show_doc` output (our API reference) is Markdown that opens with a horizontal rule. Inside a
-notebook output docutils cannot place a transition and aborts the build, so rules that do not sit directly
-under a section or the document are dropped before docutils checks them."""
+- nbdev's `show_doc` output (our API reference) is Markdown that opens with a horizontal rule. Inside a
+  notebook output docutils cannot place a transition and aborts the build, so rules that do not sit
+  directly under a section or the document are dropped before docutils checks them.
+- nbdev directives (`#| export`, `#| hide`, `#| slow`, ...) are instructions to nbdev, not lesson code:
+  they are stripped from every rendered code cell.
+- A cell that only calls `show_doc(...)` shows its output (the API reference) and not its input.
+- static/irbook.css sizes code so that 88 columns fit the article at the default page width.
+"""
+
+import re
+from pathlib import Path
+
 from docutils import nodes
 from docutils.transforms import Transform
+
+DIRECTIVE = re.compile(r"^\s*#\s?\|")
+SHOW_DOC = re.compile(r"^show_doc\(.*\)\s*$")
+
+
+def strip_directives(code: str) -> str:
+    "`code` without its nbdev directive lines (`#| ...`)."
+    return "\n".join(ln for ln in code.splitlines() if not DIRECTIVE.match(ln)).strip(
+        "\n"
+    )
+
+
+def only_show_doc(code: str) -> bool:
+    "True if every non-blank line of `code` is a one-line `show_doc(...)` call."
+    lines = [ln.strip() for ln in code.splitlines() if ln.strip()]
+    return bool(lines) and all(SHOW_DOC.match(ln) for ln in lines)
 
 
 class DropNestedTransitions(Transform):
@@ -16,6 +41,32 @@ class DropNestedTransitions(Transform):
                 node.parent.remove(node)
 
 
+class CleanCellSources(Transform):
+    "Strip nbdev directives from cell sources; drop inputs that are empty or only show_doc calls."
+
+    default_priority = 801
+
+    def apply(self, **kwargs):
+        for box in list(self.document.findall(nodes.container)):
+            if box.get("nb_element") != "cell_code_source":
+                continue
+            for block in list(box.findall(nodes.literal_block)):
+                code = strip_directives(block.astext())
+                if not code.strip() or only_show_doc(code):
+                    box.parent.remove(box)
+                    break
+                new = nodes.literal_block(code, code, **block.attributes)
+                block.replace_self(new)
+
+
+def _add_static(app):
+    "Serve this extension's stylesheet (static/irbook.css) with the site."
+    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
+
+
 def setup(app):
     app.add_transform(DropNestedTransitions)
+    app.add_transform(CleanCellSources)
+    app.connect("builder-inited", _add_static)
+    app.add_css_file("irbook.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
