@@ -28,13 +28,12 @@ __all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'ENV_URL_HOST', 'FASTBOOK_CHA
            'folder_hashes', 'folder_is_complete', 'build_folder']
 
 # %% ../nbs/00_data.ipynb #0afad3f1
-ENV_DATA = (
-    "IRBOOK_DATA"  # directory holding an offline copy (checked first, never written to)
-)
-ENV_CACHE = (
-    "IRBOOK_CACHE"  # where downloads are kept (default: the platform's user cache dir)
-)
-ENV_OFFLINE = "IRBOOK_OFFLINE"  # set to 1 to forbid downloads
+# a directory holding an offline copy (checked first, never written to)
+ENV_DATA = "IRBOOK_DATA"
+# where downloads are kept (default: the platform's user cache dir)
+ENV_CACHE = "IRBOOK_CACHE"
+# set to 1 to forbid downloads
+ENV_OFFLINE = "IRBOOK_OFFLINE"
 # tests only: serve every URL from this http://host:port instead (a network stand-in)
 ENV_URL_HOST = "IRBOOK_TEST_URL_HOST"
 
