@@ -1,6 +1,6 @@
 """Checks on the built course website (`make book`, then `make site-check`, which sets IRBOOK_SITE)."""
 
-import os, re
+import html, json, os, re, shutil, subprocess
 from pathlib import Path
 
 import pytest
@@ -33,9 +33,8 @@ def test_chapter_has_executed_outputs_and_api_reference():
     outputs = re.findall(r'class="cell_output', page)
     assert len(outputs) >= 5, "executed outputs missing"
     assert "191" in page  # the benchmark's question count, printed by an executed cell
-    assert (
-        "Path to the verified local copy" in page
-    )  # show_doc output of fetch (API reference)
+    # show_doc output of fetch (API reference)
+    assert "Verified local copy of source" in page
 
 
 def test_figures_are_in_the_pages():
@@ -113,3 +112,57 @@ def test_code_fits_the_page():
                 (p.name, len(ln), ln[:60]) for ln in code.splitlines() if len(ln) > 88
             ]
     assert not wide, wide[:10]
+
+
+_SCROLL_JS = """<script>window.addEventListener('load', () => {
+  const wide = [...document.querySelectorAll('div.highlight pre')]
+    .filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => p.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 60));
+  const out = document.createElement('pre');
+  out.textContent = 'SCROLLCHECK' + JSON.stringify(wide) + 'END';
+  document.body.appendChild(out);
+});</script>"""
+
+
+@pytest.mark.skipif(
+    not shutil.which("chromium"), reason="needs chromium (apt-get install chromium)"
+)
+def test_no_code_block_scrolls_sideways_in_chromium(tmp_path):
+    # what a reader sees at the default window width (1280 px): no code needs a scrollbar
+    wide = {}
+    for p in sorted((Path(SITE) / "nbs").glob("*.html")):
+        probe = p.with_name(
+            f".probe-{p.name}"
+        )  # beside the page: same relative CSS paths
+        probe.write_text(
+            p.read_text(encoding="utf-8").replace("</body>", _SCROLL_JS + "</body>"),
+            encoding="utf-8",
+        )
+        try:
+            dom = subprocess.run(
+                [
+                    "chromium",
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    f"--user-data-dir={tmp_path / 'profile'}",
+                    "--window-size=1280,1000",
+                    "--virtual-time-budget=10000",
+                    "--dump-dom",
+                    probe.as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            ).stdout
+        finally:
+            probe.unlink()
+        m = re.search(r"SCROLLCHECK(\[.*?\])END", dom, re.S)
+        assert m, f"{p.name}: the probe script did not run"
+        if blocks := json.loads(html.unescape(m.group(1))):
+            wide[p.name] = blocks
+    assert not wide, wide
