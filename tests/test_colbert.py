@@ -283,6 +283,7 @@ def test_check_catches_a_wrong_conversion(pylate_dir, converted, tmp_path):
         check_colbert_ai(pylate_dir, worse)
 
 
+@pytest.mark.slow  # compiles colbert-ai's extensions on first use: `make test-slow`
 def test_half_written_conversion_is_rebuilt_then_reused(pylate_dir, tmp_path):
     pytest.importorskip("colbert")
     out = tmp_path / "ckpt"

@@ -232,6 +232,7 @@ def test_half_written_model_is_rebuilt_not_loaded(
     )
 
 
+@pytest.mark.slow  # training / encoding: `make test-slow`
 def test_cached_loss_trains(tmp_path, questions, chunks):
     s = FinetuneSettings(**TINY, loss="cached", mini_batch=4)
     pairs, _ = training_set(s, questions, chunks)

@@ -19,6 +19,7 @@ HEAVY = {
     "15_fusion_and_rerank",
     "20_jqara",
     "21_japanese_search",
+    "31_label_noise",  # encodes every chunk of the book with MiniLM on a cold cache
     "33_finetuning",
 }
 
