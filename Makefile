@@ -27,9 +27,11 @@ test: install
 	# two workers: one per core (pytest-xdist); tests marked slow are left to `make test-slow`
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 --durations=15 tests
 
-# the training- and encoding-heavy tests (CI runs them after the book, whose cache they reuse)
+# the training- and encoding-heavy tests (CI runs them after the book, whose cache they reuse,
+# with SLOW="slow and not book": the book build has just executed those chapters in full)
+SLOW ?= slow
 test-slow: install
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 -m slow --durations=15 tests
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 -m "$(SLOW)" --durations=15 tests
 
 book: install
 	rm -rf book/_build

@@ -43,7 +43,9 @@ def test_there_are_notebooks():
 @pytest.mark.parametrize(
     "nb",
     [
-        pytest.param(nb, marks=[pytest.mark.slow] * (nb.stem in HEAVY))
+        pytest.param(
+            nb, marks=[pytest.mark.slow, pytest.mark.book] * (nb.stem in HEAVY)
+        )
         for nb in NOTEBOOKS
     ],
     ids=lambda p: p.stem,
