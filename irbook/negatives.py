@@ -14,7 +14,7 @@ __all__ = ['METHODS', 'first_positive', 'mine_run', 'mine_negatives', 'false_neg
 
 # %% ../nbs/32_hard_negatives.ipynb #dcd27647
 def first_positive(questions: list, chunks: dict) -> dict[str, set[str]]:
-    "One positive per question, as a generated set has: the first chunk (book order) holding a context of the first component found."
+    "One positive per question, as a generated set has: the first chunk found."
     out = {}
     for q in questions:
         found = [s for s in matching_chunks(q, chunks) if s]
@@ -49,7 +49,7 @@ def _check_args(n, method, depth, band, margin):
 
 
 def _ids(v) -> set:
-    "A query's positives as a set of ids: a set, list or qrels dict {doc: label}; a lone str is one id."
+    "A query's positives as a set of ids (from a set, list, qrels dict or one str)."
     return {v} if isinstance(v, str) else set(v or ())
 
 # %% ../nbs/32_hard_negatives.ipynb #3a3f513f
@@ -66,7 +66,7 @@ def mine_run(
     filter: dict | None = None,
     summary: Summary | None = None,
 ) -> tuple[dict, Summary]:
-    "Hard negatives as a run {qid: {doc_id: cosine}}, best first, never a known positive; every skipped query or candidate counted."
+    "Hard negatives as a run {qid: {doc_id: cosine}}, never a known positive."
     lo, hi = _check_args(n, method, depth, band, margin)
     for name, m in (("queries", queries), ("positives", positives), ("docs", docs)):
         if not isinstance(m, Mapping):
@@ -86,7 +86,8 @@ def mine_run(
         "known": "candidates dropped: known positive",
         "band": f"candidates dropped: outside the band [{lo}, {hi}]",
         "ceil": f"candidates dropped: at or above {margin} x the lowest positive score",
-        "noceil": "query with no positive in docs (positive_aware: no ceiling, no negatives)",
+        "noceil": "query with no positive in docs "
+        "(positive_aware: no ceiling, no negatives)",
         "short": f"query with fewer than {n} negatives",
         "mined": "negatives mined",
     }
@@ -203,7 +204,7 @@ def mine_negatives(
 
 # %% ../nbs/32_hard_negatives.ipynb #ec43d416
 def false_negatives(negatives: dict, relevant: dict) -> pd.DataFrame:
-    "Per query: negatives mined and the false ones among them (in `relevant` {qid: ids}, e.g. contexts_to_qrels)."
+    "Per query: negatives mined and the false ones among them."
     rows = []
     for q, neg in negatives.items():
         rel = _ids(relevant.get(q))
@@ -223,7 +224,7 @@ def false_negatives(negatives: dict, relevant: dict) -> pd.DataFrame:
 
 
 def false_negative_table(mined: dict, relevant: dict) -> pd.DataFrame:
-    "One row per method {name: negatives}: negatives mined, false negatives, their rate, and the share of queries with at least one."
+    "One row per mining method: negatives, false negatives and their rates."
     rows = []
     for name, neg in mined.items():
         fn = false_negatives(neg, relevant)
@@ -257,7 +258,7 @@ def st_negatives(
     filter: dict | None = None,
     cache_folder=None,
 ) -> dict[str, list[str]]:
-    "The same mining through sentence_transformers.util.mine_hard_negatives (one call per distinct filter set), mapped back to ids."
+    "The same mining through sentence-transformers' `mine_hard_negatives`, by id."
     import contextlib, io
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
@@ -280,7 +281,8 @@ def st_negatives(
         by_text, by_query = {docs[d]: d for d in ids}, {queries[q]: q for q in qids}
         if len(by_text) < len(ids) or len(by_query) < len(qids):
             raise ValueError(
-                "sentence-transformers identifies documents and queries by their text: this group has duplicates"
+                "sentence-transformers identifies documents and queries by their text: "
+                "this group has duplicates"
             )
         rows = [(queries[q], docs[d]) for q in qids for d in sorted(_ids(positives[q]))]
         max_pos = max(len(_ids(positives[q])) for q in qids)
@@ -289,8 +291,10 @@ def st_negatives(
         )  # its pool is range_max + max_positives texts: ours is `depth`
         if range_max < n:
             raise ValueError(
-                f"depth {depth} leaves fewer than n={n} candidates after {max_pos} positives: "
-                "sentence-transformers cannot return fewer candidates than num_negatives"
+                f"depth {depth} leaves fewer than n={n} candidates after {max_pos} "
+                "positives: "
+                "sentence-transformers cannot return fewer candidates than "
+                "num_negatives"
             )
         with (
             contextlib.redirect_stdout(io.StringIO()),

@@ -37,7 +37,7 @@ def map_citation(
     min_ratio: float = 90,
     min_len: int = 40,
 ) -> dict:
-    "The chunks (of `chapter`, if given) holding `citation`: {chunk_id: score 0-100}: exact, else partial_ratio >= min_ratio, else per sentence."
+    "The chunks (of `chapter`) holding `citation`: {chunk_id: score 0-100}."
     from rapidfuzz import fuzz
 
     c = _flat(citation)
@@ -82,7 +82,7 @@ def map_pairs(
     progress: bool = True,
     **kw,
 ) -> tuple[pd.DataFrame, Summary]:
-    "Map each pair's citations to chunks of its chapter: a table (qid, positives, citations, unmapped, multi) and the summary."
+    "Each pair's citations mapped to chunks of its chapter: a table and the summary."
     summary = summary or Summary()
     for e in (
         "pairs",
@@ -125,7 +125,7 @@ def map_pairs(
 
 # %% ../nbs/31_label_noise.ipynb #d3f1210d
 def embed(texts: list, encoder=None) -> np.ndarray:
-    "L2-normalised embeddings of `texts` with irbook.search.dense's cached MiniLM encoder (or `encoder`)."
+    "L2-normalised MiniLM embeddings of `texts` (irbook.search.dense's cached encoder)."
     if encoder is None:
         from irbook.search.dense import Encoder
 
@@ -136,7 +136,7 @@ def embed(texts: list, encoder=None) -> np.ndarray:
 def near_duplicates(
     emb: np.ndarray, ids: list, threshold: float = 0.97
 ) -> pd.DataFrame:
-    "Every pair of rows of `emb` (normalised) with cosine >= threshold: a table a, b, cosine (a before b in `ids`)."
+    "Every pair of rows of `emb` with cosine >= threshold: a table a, b, cosine."
     emb = np.asarray(emb, dtype=np.float64)
     if len(ids) != len(emb):
         raise ValueError(f"{len(ids)} ids for {len(emb)} embeddings")
@@ -158,7 +158,7 @@ def drop_near_duplicates(
     threshold: float = 0.97,
     summary: Summary | None = None,
 ) -> tuple[list, Summary]:
-    "Remove both members of every near-duplicate pair of questions (cosine >= threshold); count them in the summary."
+    "Both members of every near-duplicate pair of questions removed and counted."
     summary = summary or Summary()
     dups = near_duplicates(emb, [p.qid for p in pairs], threshold)
     gone = set(dups.a) | set(dups.b)
@@ -185,7 +185,7 @@ from irbook.search.fusion import (
 def hybrid_search(
     queries: dict, chunks: dict, k: int = 5, depth: int = 50, filter: dict | None = None
 ) -> dict:
-    "Top-`k` chunks per query by RRF of BM25 (bm25s) and dense MiniLM runs of depth `depth` (irbook.search retrievers)."
+    "Top-`k` chunks per query by RRF of BM25 and dense MiniLM runs of depth `depth`."
     from irbook.search.fulltext import BM25sRetriever
     from irbook.search.dense import DenseRetriever
 
@@ -217,11 +217,12 @@ Label the passage:
 - "None" if it does not answer it (even if it is on the same topic),
 - "Unknown" if it answers part of it or you cannot tell.
 
-Reply with JSON only: {{"label": "Full" | "None" | "Unknown", "reason": "<one short sentence>"}}"""
+Reply with JSON only:
+{{"label": "Full" | "None" | "Unknown", "reason": "<one short sentence>"}}"""
 
 
 class LLMJudge:
-    "The study's judge: an LLM labels (question, chunk) Full / None / Unknown, with a strict reply schema."
+    "The study's judge: an LLM labels (question, chunk) Full / None / Unknown."
 
     name = "LLM judge"
 
@@ -234,18 +235,21 @@ class LLMJudge:
         return JUDGE_PROMPT.format(question=pair.question.strip(), passage=text.strip())
 
     def __call__(self, pair, text: str) -> str:
-        "Full, None or Unknown (raises LLMReplyError / LLMError for the filter to count)."
+        "Full, None or Unknown (LLMReplyError / LLMError for the filter to count)."
         return self.client.ask(self.prompt(pair, text), JUDGE_SCHEMA)["label"]
 
 
 class ContainmentJudge:
-    "Lexical stand-in for the LLM judge: share of the gold answer's content words in the chunk -> Full (>= full) / Unknown (>= partial) / None."
+    "Lexical stand-in for the LLM judge: share of the answer's words in the chunk."
 
     def __init__(self, full: float = 0.8, partial: float = 0.5, min_words: int = 3):
         if not 0 <= partial <= full <= 1:
             raise ValueError(f"need 0 <= partial <= full <= 1, got {partial}, {full}")
         self.full, self.partial, self.min_words = full, partial, min_words
-        self.name = f"answer-containment judge (lexical, not an LLM; Full >= {full:.0%} of answer words)"
+        self.name = (
+            "answer-containment judge (lexical, not an LLM; "
+            f"Full >= {full:.0%} of answer words)"
+        )
 
     @staticmethod
     def _words(text: str) -> set:
@@ -254,12 +258,12 @@ class ContainmentJudge:
         return set(tokenize(normalize(text), STOP_WORDS, stem=True))
 
     def coverage(self, pair, text: str) -> float:
-        "Share of the answer's distinct content words that occur in `text` (0 when the answer has none)."
+        "Share of the answer's distinct content words that occur in `text`."
         ans = self._words(pair.answer)
         return len(ans & self._words(text)) / len(ans) if ans else 0.0
 
     def __call__(self, pair, text: str) -> str:
-        "Full, None or Unknown from the answer-word coverage; a short answer (< min_words content words) is never Full."
+        "Full, None or Unknown from the answer-word coverage."
         n = len(self._words(pair.answer))
         if not n:
             return "Unknown"
@@ -279,7 +283,7 @@ def multi_positive_filter(
     summary: Summary | None = None,
     progress: bool = True,
 ) -> tuple[pd.DataFrame, Summary]:
-    "Judge the top-`L` retrieved chunks minus each pair's known positives; drop pairs with a Full candidate; count everything."
+    "Judge the top-`L` chunks minus known positives; drop pairs with a Full one."
     summary = summary or Summary()
     stage = "multi-positive"
     for e in (
@@ -336,7 +340,7 @@ def multi_positive_filter(
 
 # %% ../nbs/31_label_noise.ipynb #d3bf35fa
 def positive_counts(questions: list, chunks: dict) -> pd.DataFrame:
-    "Per question: positive chunks (holding a cited context), components spread over several chunks, components found in several chunks."
+    "Per question: its positive chunks and how its components spread over chunks."
     rows = []
     for q in questions:
         comps = [s for s in matching_chunks(q, chunks)]
@@ -354,7 +358,7 @@ def positive_counts(questions: list, chunks: dict) -> pd.DataFrame:
 
 
 def multi_positive_table(questions: list, chunkings: dict) -> pd.DataFrame:
-    "For each named chunking {name: chunks}: questions with 0, 1 and more than 1 positive chunk, and why."
+    "For each named chunking: questions with 0, 1 and more positive chunks."
     out = []
     for name, ch in chunkings.items():
         pc = positive_counts(questions, ch)

@@ -13,7 +13,7 @@ __all__ = ['resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', '
 
 # %% ../nbs/05_choosing_metrics.ipynb #a5ac1c14
 def _as_scores(x, name: str = "scores") -> np.ndarray:
-    "`x` as a float64 array of per-query scores (1-D, or 2-D queries x systems), rejecting empty or non-finite input."
+    "`x` as a float64 array of per-query scores, empty or non-finite input refused."
     labelled = isinstance(x, (pd.Series, pd.DataFrame))
     a = np.asarray(x.to_numpy() if labelled else x, dtype=np.float64)
     if a.ndim not in (1, 2):
@@ -43,7 +43,7 @@ def _check(B, alpha=0.05):
 def resample_means(
     scores, B: int = 1000, seed=0, batch: int | None = None
 ) -> np.ndarray:
-    "Means of `B` bootstrap resamples of the queries: shape (B,) for 1-D scores, (B, k) for a (queries x k) table."
+    "Means of `B` bootstrap resamples of the queries: (B,) or (B, k)."
     a = _as_scores(scores)
     _check(B)
     rng = np.random.default_rng(seed)
@@ -61,7 +61,7 @@ def resample_means(
 # %% ../nbs/05_choosing_metrics.ipynb #5c351532
 @dataclass(frozen=True)
 class BootstrapCI:
-    "A mean with its percentile bootstrap interval [low, high] at level 1 - alpha, from B resamples."
+    "A mean with its percentile bootstrap interval [low, high] at level 1 - alpha."
 
     mean: float
     low: float
@@ -74,7 +74,7 @@ class BootstrapCI:
 def bootstrap_ci(
     scores, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None
 ) -> BootstrapCI:
-    "Percentile bootstrap confidence interval for the mean of per-query `scores` (queries resampled with replacement)."
+    "Percentile bootstrap confidence interval for the mean of per-query `scores`."
     a = _as_scores(scores)
     if a.ndim != 1:
         raise ValueError(
@@ -93,7 +93,7 @@ def bootstrap_table(
     seed=0,
     batch: int | None = None,
 ) -> pd.DataFrame:
-    "Bootstrap CIs for every column (system) of a (queries x systems) table, all columns resampling the same queries."
+    "Bootstrap CIs for every column of a (queries x systems) table, same resamples."
     a = _as_scores(table, "table")
     if a.ndim != 2:
         raise ValueError(f"table must be 2-D (queries x systems), got shape {a.shape}")
@@ -107,7 +107,7 @@ def bootstrap_table(
 # %% ../nbs/05_choosing_metrics.ipynb #87c87554
 @dataclass(frozen=True)
 class PairedBootstrap:
-    "Mean difference a - b with its percentile bootstrap interval and the two-sided share `p` of resamples beyond 0."
+    "Mean difference a - b with its bootstrap interval and two-sided share `p`."
 
     mean: float
     low: float
@@ -124,7 +124,8 @@ def _paired(a, b):
         only_a, only_b = a.index.difference(b.index), b.index.difference(a.index)
         if len(only_a) or len(only_b):
             raise ValueError(
-                f"a and b must score the same queries; only in a: {list(only_a[:3])}, only in b: {list(only_b[:3])}"
+                f"a and b must score the same queries; only in a: {list(only_a[:3])}, "
+                f"only in b: {list(only_b[:3])}"
             )
         b = b.loc[a.index]
     xa, xb = _as_scores(a, "a"), _as_scores(b, "b")
@@ -140,7 +141,7 @@ def _paired(a, b):
 def paired_bootstrap(
     a, b, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None
 ) -> PairedBootstrap:
-    "Paired percentile bootstrap of mean(a - b) over the same queries: interval plus the two-sided share beyond zero."
+    "Paired percentile bootstrap of mean(a - b) over the same queries."
     _check(B, alpha)
     d = _paired(a, b)
     m = resample_means(d, B, seed, batch)

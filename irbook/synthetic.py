@@ -3,7 +3,17 @@
 # %% ../nbs/30_synthetic_qa.ipynb #ceab5aeb
 from __future__ import annotations
 
-import functools, hashlib, http.client, json, os, re, socket, tempfile, time, urllib.error, urllib.request
+import functools
+import hashlib
+import http.client
+import json
+import os
+import re
+import socket
+import tempfile
+import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +40,7 @@ ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY = (
 
 @dataclass(frozen=True)
 class LLMConfig:
-    "Where the chat endpoint is: base URL (e.g. http://localhost:8000/v1), model name and API key (may be empty)."
+    "Where the chat endpoint is: base URL, model name and API key."
 
     base_url: str
     model: str
@@ -40,7 +50,7 @@ class LLMConfig:
 def llm_config(
     base_url: str | None = None, model: str | None = None, api_key: str | None = None
 ) -> LLMConfig | None:
-    "The endpoint from the arguments, else from IRBOOK_LLM_BASE_URL / IRBOOK_LLM_MODEL / IRBOOK_LLM_API_KEY; None if URL or model is missing."
+    "The endpoint from the arguments or IRBOOK_LLM_* variables; None if incomplete."
     url = base_url or os.environ.get(ENV_LLM_URL, "")
     model = model or os.environ.get(ENV_LLM_MODEL, "")
     key = api_key if api_key is not None else os.environ.get(ENV_LLM_KEY, "")
@@ -56,7 +66,7 @@ class LLMError(Exception):
 
 
 class LLMReplyError(LLMError):
-    "The endpoint answered, but not with the JSON that was asked for; `.raw` holds the reply text."
+    "The endpoint answered, but not with the JSON asked for (`.raw` holds it)."
 
     def __init__(self, msg: str, raw: str = ""):
         super().__init__(msg)
@@ -67,7 +77,7 @@ _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
 def parse_json_reply(text: str, schema: dict | None = None):
-    "Parse a chat reply as JSON (one ```json fence allowed, nothing else) and validate it against `schema`; LLMReplyError if not."
+    "A chat reply parsed as JSON and validated against `schema` (or LLMReplyError)."
     if not isinstance(text, str):
         raise LLMReplyError(f"reply is {type(text).__name__}, not text", str(text))
     body = text.strip()
@@ -92,7 +102,7 @@ def parse_json_reply(text: str, schema: dict | None = None):
 
 # %% ../nbs/30_synthetic_qa.ipynb #d81cd4fa
 class LLMClient:
-    "Chat-completions client for an OpenAI-compatible endpoint: timeouts, retries with backoff, strict JSON, disk cache."
+    "Chat-completions client for an OpenAI-compatible endpoint, with a disk cache."
 
     def __init__(
         self,
@@ -110,7 +120,8 @@ class LLMClient:
         self.config = config or llm_config()
         if self.config is None:
             raise ValueError(
-                f"no LLM endpoint: pass an LLMConfig or set {ENV_LLM_URL} and {ENV_LLM_MODEL}"
+                f"no LLM endpoint: pass an LLMConfig or set {ENV_LLM_URL} and "
+                f"{ENV_LLM_MODEL}"
             )
         self.timeout, self.retries, self.backoff, self.max_wait = (
             timeout,
@@ -217,7 +228,7 @@ class LLMClient:
             ) from None
 
     def ask(self, prompt: str, schema: dict | None = None, system: str = ""):
-        "Send `prompt`, return its reply parsed as JSON and checked against `schema` (cached once accepted)."
+        "Send `prompt`; its reply parsed as JSON and checked against `schema`."
         reply = self.cached(prompt, system)
         if reply is not None:
             self.stats["cache_hits"] += 1
@@ -234,14 +245,14 @@ class LLMClient:
 
 # %% ../nbs/30_synthetic_qa.ipynb #32aa6dcd
 def book_pages(size: int = 500, chapters: list[int] | None = None) -> dict:
-    "The chapters cut into 'pages' of about `size` words (irbook.chunking token chunks): {page_id: Chunk}."
+    "The chapters cut into 'pages' of about `size` words: {page_id: Chunk}."
     from irbook.chunking import chunk_book
 
     return chunk_book("tokens", chapters=chapters, size=size)
 
 
 def snippet(text: str, n: int = 80) -> str:
-    "The first `n` characters of `text` on one line (the most the book shows of fastbook prose)."
+    "The first `n` characters of `text` on one line."
     t = " ".join(str(text).split())
     return t if len(t) <= n else t[: n - 3] + "..."
 
@@ -271,20 +282,23 @@ QA_SCHEMA = {
     },
 }
 
-QA_PROMPT = """You are helping to build a test set for a search engine over a technical book.
-Read the page between the <page> tags and write up to {n} question-answer pairs about it.
+QA_PROMPT = """You are helping to build a test set for a search engine over a technical
+book. Read the page between the <page> tags and write up to {n} question-answer pairs
+about it.
 
 Rules for every pair:
-1. The question must stand on its own. Someone searching the whole book, who has never seen this page,
-   must understand it: name the concept it asks about. Never refer to "this page", "the text",
-   "the author", "the example above" or "the code below".
-2. The answer must come from one place on the page: one sentence or a few consecutive sentences.
-   Do not combine facts from different parts of the page.
+1. The question must stand on its own. Someone searching the whole book, who has never
+   seen this page, must understand it: name the concept it asks about. Never refer to
+   "this page", "the text", "the author", "the example above" or "the code below".
+2. The answer must come from one place on the page: one sentence or a few consecutive
+   sentences. Do not combine facts from different parts of the page.
 3. Do not ask for lists or counts ("What are the three ...", "Name the steps ...").
 4. Keep the answer short and based on the page alone, not on what you know.
-5. Give one or more citations: passages copied exactly, character for character, from the page, with no
-   paraphrase and no "..." omissions. Each citation is at most two sentences.
-6. If the page holds nothing worth asking about (only code, only a list of links), return no pairs.
+5. Give one or more citations: passages copied exactly, character for character, from
+   the page, with no paraphrase and no "..." omissions. Each citation is at most two
+   sentences.
+6. If the page holds nothing worth asking about (only code, only a list of links),
+   return no pairs.
 
 Reply with JSON only, no other text, exactly in this form:
 {{"pairs": [{{"question": "...", "answer": "...", "citations": ["..."]}}]}}
@@ -295,7 +309,7 @@ Reply with JSON only, no other text, exactly in this form:
 
 
 def qa_prompt(page_text: str, n: int = 3) -> str:
-    "The generation prompt for one page, asking for up to `n` question-answer pairs with verbatim citations."
+    "The generation prompt for one page."
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     return QA_PROMPT.format(n=n, page=page_text.strip())
@@ -307,7 +321,7 @@ def _flat(text: str) -> str:
 
 
 def citation_score(citation: str, text: str) -> float:
-    "How well `citation` occurs in `text`, 0-100: 100 if verbatim (after ftfy and whitespace normalisation), else rapidfuzz partial_ratio."
+    "How well `citation` occurs in `text`, 0-100 (100 if verbatim)."
     from rapidfuzz import fuzz
 
     c, t = _flat(citation), _flat(text)
@@ -318,7 +332,7 @@ def citation_score(citation: str, text: str) -> float:
 # %% ../nbs/30_synthetic_qa.ipynb #cd7d58b3
 @dataclass(frozen=True)
 class QAPair:
-    "A question with its answer and the passages that support it, from an LLM ('llm') or the benchmark ('benchmark')."
+    "A question with its answer and supporting passages, from an LLM or the benchmark."
 
     qid: str
     chapter: int
@@ -330,13 +344,13 @@ class QAPair:
 
 
 class Summary:
-    "Counts of what each pipeline stage kept, rejected or could not do, with the first example id of each."
+    "Counts of what each pipeline stage kept, rejected or could not do."
 
     def __init__(self):
         self.counts, self.examples = Counter(), {}
 
     def add(self, stage: str, event: str, n: int = 1, example=None):
-        "Count `n` occurrences of `event` at `stage` (remembering the first example id); n=0 just lists the event."
+        "Count `n` occurrences of `event` at `stage`, remembering the first example."
         self.counts[(stage, event)] += n
         if example is not None and n:
             self.examples.setdefault((stage, event), example)
@@ -368,7 +382,7 @@ def generate_qa(
     summary: Summary | None = None,
     progress: bool = True,
 ) -> tuple[list, Summary]:
-    "Ask `client` for up to `n` QA pairs per page; keep pairs with at least one citation found in the page; count every failure."
+    "Ask `client` for QA pairs per page; keep pairs with a citation found on the page."
     summary = summary or Summary()
     for e in (
         "pages",
@@ -433,7 +447,7 @@ def generate_qa(
 def benchmark_pairs(
     questions: list, summary: Summary | None = None
 ) -> tuple[list, Summary]:
-    "fastbook-benchmark questions as QAPairs (source 'benchmark', citations = every cited context); questions with no context counted."
+    "fastbook-benchmark questions as QAPairs (source 'benchmark')."
     summary = summary or Summary()
     for e in (
         "questions",

@@ -35,7 +35,7 @@ ANSWERAI_SMALL = "answerdotai/answerai-colbert-small-v1"
 
 
 def new_colbert(base: str = MINILM, dim: int = 128, seed: int | None = None):
-    "An untrained PyLate ColBERT on top of the encoder `base` (hub name or path); `seed` fixes its random projection."
+    "An untrained PyLate ColBERT on the encoder `base`; `seed` fixes its projection."
     import torch
     from pylate import models
 
@@ -57,7 +57,7 @@ def pseudo_queries(
     min_words: int = 12,
     max_doc_words: int = 150,
 ) -> list[tuple[str, str]]:
-    "Training pairs (query, positive) made from the chapters alone: inverse cloze (sentence / rest of its paragraph) and header / section start."
+    "Training pairs (query, positive) made from the chapters alone."
     rng, pairs = random.Random(seed), []
     for ch in chapters:
         blocks = notebook_blocks(load_fastbook_chapter(ch))
@@ -88,7 +88,7 @@ def pseudo_queries(
 def token_states(
     model, texts: list, is_query: bool, batch_size: int = 32, progress: bool = True
 ):
-    "The frozen encoder's token vectors for `texts` (before the projection), padded: (states, mask)."
+    "The frozen encoder's token vectors for `texts`, padded: (states, mask)."
     import torch
 
     out, masks = [], []
@@ -114,7 +114,7 @@ def train_head(
     doc_length: int = 128,
     progress: bool = True,
 ) -> list[float]:
-    "Train `model`'s projection in place (encoder frozen) with an in-batch contrastive MaxSim loss; returns the loss per step."
+    "Train `model`'s projection in place with a MaxSim contrastive loss."
     import torch
     from pylate.scores import colbert_scores
 
@@ -151,7 +151,7 @@ def train_head(
 # %% ../../nbs/14_colbert_search.ipynb #8039d6bc
 @dataclass(frozen=True)
 class ColBERTSettings:
-    "Everything that determines the offline ColBERT: base encoder, projection size, training data and schedule."
+    "Everything that determines the offline ColBERT: encoder, projection, data."
 
     base: str = MINILM
     dim: int = 128
@@ -187,7 +187,7 @@ class ColBERTSettings:
 
 
 def is_complete(folder, settings: ColBERTSettings) -> bool:
-    "True if `folder` holds a finished model for `settings` (`irbook.data.folder_is_complete` with the settings' hash)."
+    "True if `folder` holds a finished model for `settings`."
     return folder_is_complete(folder, settings.digest())
 
 # %% ../../nbs/14_colbert_search.ipynb #6b3c0f25
@@ -197,7 +197,7 @@ def offline_colbert(
     rebuild: bool = False,
     progress: bool = True,
 ) -> Path:
-    "Path of the trained offline ColBERT for `settings`: loaded from the cache if complete, else trained (seeded, bounded) and saved atomically."
+    "Path of the trained offline ColBERT for `settings` (cached, else trained)."
     s = settings or ColBERTSettings()
 
     def build(tmp: Path):
@@ -230,7 +230,7 @@ def training_log(folder) -> dict:
 
 # %% ../../nbs/14_colbert_search.ipynb #3ae19934
 def load_colbert(model=None):
-    "A PyLate ColBERT: None -> the offline model (trained once), a local folder, or a hub name (e.g. `COLBERTV2`, needs the hub)."
+    "A PyLate ColBERT: None (the offline model), a local folder or a hub name."
     from pylate import models
 
     if model is None:
@@ -244,17 +244,18 @@ def load_colbert(model=None):
         return models.ColBERT(model, device="cpu")
     except OSError as e:
         raise OSError(
-            f"could not load ColBERT {model!r}: hub names need the Hugging Face hub; offline use load_colbert(None)"
+            f"could not load ColBERT {model!r}: hub names need the Hugging Face hub; "
+            "offline use load_colbert(None)"
         ) from e
 
 # %% ../../nbs/14_colbert_search.ipynb #b4a47d29
 def maxsim(q: np.ndarray, d: np.ndarray) -> float:
-    "Late-interaction score: for each query token the best dot product with a document token, summed."
+    "Late-interaction score: per query token the best dot product, summed."
     return float((q @ d.T).max(axis=1).sum()) if len(d) else 0.0
 
 
 class ColBERTRetriever:
-    "Late-interaction retrieval with PyLate: token vectors in a Voyager index, candidates re-scored exactly by MaxSim."
+    "Late-interaction retrieval with PyLate: Voyager candidates, exact MaxSim."
 
     def __init__(
         self,
@@ -280,7 +281,8 @@ class ColBERTRetriever:
                 continue
             if isinstance(n, bool) or not isinstance(n, int) or not 8 <= n <= limit:
                 raise ValueError(
-                    f"{name} must be an int between 8 and the model's {limit} positions, got {n!r}"
+                    f"{name} must be an int between 8 and the model's {limit} "
+                    f"positions, got {n!r}"
                 )
             setattr(self.model, name, n)
         self.batch_size, self.candidates, self.progress = (
@@ -301,7 +303,8 @@ class ColBERTRetriever:
         if long:
             what = "query" if is_query else "doc"
             warnings.warn(
-                f"{len(long)} {what} text(s) exceed the model's {limit} tokens and are truncated, e.g. {what} {long[0]!r}"
+                f"{len(long)} {what} text(s) exceed the model's {limit} tokens and are "
+                f"truncated, e.g. {what} {long[0]!r}"
             )
         return long
 
@@ -316,7 +319,7 @@ class ColBERTRetriever:
         )
 
     def index(self, docs: dict):
-        "Encode `{doc_id: text}` to token vectors and build the Voyager index; returns self."
+        "Encode `{doc_id: text}` to token vectors and build the index; returns self."
         from pylate import indexes
 
         self.ids = check_docs(docs)
@@ -341,7 +344,7 @@ class ColBERTRetriever:
         return self
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query by MaxSim, `{qid: {doc_id: score}}`; a blank query gets `{}`."
+        "Top-`k` docs per query by MaxSim; a blank query gets `{}`."
         check_queries(queries, k)
         live = [q for q, t in queries.items() if t.strip()]
         run = {q: {} for q in queries}
@@ -384,14 +387,15 @@ def _source_digest(src: Path) -> str:
 
 
 def colbert_ai_metadata(model_dir) -> dict:
-    "The colbert-ai settings (`artifact.metadata`) equivalent to a saved PyLate ColBERT; ValueError for what colbert-ai cannot express."
+    "The colbert-ai settings equivalent to a saved PyLate ColBERT."
     src = Path(model_dir)
     st = json.loads((src / "config_sentence_transformers.json").read_text())
     dense = json.loads((src / "1_Dense" / "config.json").read_text())
     arch = json.loads((src / "config.json").read_text()).get("model_type")
     if arch != "bert":
         raise ValueError(
-            f"only BERT encoders convert (colbert-ai names the weights 'bert.'), got {arch!r}"
+            "only BERT encoders convert (colbert-ai names the weights 'bert.'), got "
+            f"{arch!r}"
         )
     if (
         dense.get("bias")
@@ -399,11 +403,13 @@ def colbert_ai_metadata(model_dir) -> dict:
         or not dense.get("activation_function", "").endswith("Identity")
     ):
         raise ValueError(
-            "colbert-ai's projection is a plain linear map (no bias, activation or residual)"
+            "colbert-ai's projection is a plain linear map (no bias, activation or "
+            "residual)"
         )
     if not st.get("do_query_expansion", True):
         raise ValueError(
-            "colbert-ai always pads queries with [MASK]: do_query_expansion must be true"
+            "colbert-ai always pads queries with [MASK]: do_query_expansion must be "
+            "true"
         )
     if set(st.get("skiplist_words", _PUNCT)) != _PUNCT:
         raise ValueError("colbert-ai's skiplist is exactly the punctuation")
@@ -423,12 +429,12 @@ def colbert_ai_metadata(model_dir) -> dict:
 
 
 def colbert_ai_complete(folder, source) -> bool:
-    "True if `folder` is a finished conversion of the PyLate model in `source` (`irbook.data.folder_is_complete` with the source's hash)."
+    "True if `folder` is a finished conversion of the PyLate model in `source`."
     return folder_is_complete(folder, _source_digest(source))
 
 # %% ../../nbs/14_colbert_search.ipynb #f916d00d
 def _colbert_env():
-    "Compile colbert-ai's C++ extensions once into the cache (unless TORCH_EXTENSIONS_DIR says elsewhere)."
+    "Compile colbert-ai's C++ extensions once into the cache."
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(cache_dir() / "torch_extensions"))
 
 
@@ -453,7 +459,7 @@ def _quiet(on: bool = True):
 
 
 def colbert_ai_checkpoint(folder):
-    "The colbert-ai `Checkpoint` (its query/doc encoder) of a checkpoint folder, on the CPU."
+    "The colbert-ai `Checkpoint` of a checkpoint folder, on the CPU."
     _colbert_env()
     with _quiet():
         from colbert.infra import ColBERTConfig
@@ -469,13 +475,14 @@ def colbert_ai_checkpoint(folder):
 CHECK_TEXTS = (
     "How do I pick a learning rate?",
     "what does a dot product of embeddings predict; a rating? " * 6,
-    "Use the learning rate finder: plot the loss against the learning rate (log scale)!",
+    "Use the learning rate finder: plot the loss against the learning rate (log "
+    "scale)!",
     "word " * 400,
 )
 
 
 def check_colbert_ai(pylate_dir, colbert_dir, texts=None, atol: float = 1e-4) -> float:
-    "Largest difference between PyLate's and colbert-ai's query and doc token vectors for `texts` (default `CHECK_TEXTS`); ValueError above `atol`."
+    "Largest difference between PyLate's and colbert-ai's token vectors for `texts`."
     from pylate import models
 
     pm, ck, texts = (
@@ -496,7 +503,8 @@ def check_colbert_ai(pylate_dir, colbert_dir, texts=None, atol: float = 1e-4) ->
         for t, a, b in zip(texts, ours, theirs):
             if a.shape != b.shape:
                 raise ValueError(
-                    f"{what} {t[:40]!r}: colbert-ai gives {a.shape} token vectors, PyLate {b.shape}"
+                    f"{what} {t[:40]!r}: colbert-ai gives {a.shape} token vectors, "
+                    f"PyLate {b.shape}"
                 )
             worst = max(worst, float(np.abs(a - b).max()))
     if worst > atol:
@@ -507,7 +515,7 @@ def check_colbert_ai(pylate_dir, colbert_dir, texts=None, atol: float = 1e-4) ->
 def to_colbert_ai(
     model_dir=None, out_dir=None, check: bool = True, rebuild: bool = False
 ) -> Path:
-    "Convert a PyLate ColBERT folder (default: the offline model) into a colbert-ai checkpoint folder, atomically; `check` compares token vectors."
+    "A PyLate ColBERT folder converted into a colbert-ai checkpoint, atomically."
     from safetensors.torch import load_file, save_file
 
     src = Path(model_dir) if model_dir else offline_colbert()
@@ -531,7 +539,8 @@ def to_colbert_ai(
         for f in _TOKENIZER_FILES:
             if (src / f).exists():
                 shutil.copy2(src / f, tmp / f)
-        # PyLate pads queries by making [MASK] the pad token; colbert-ai zeroes the vectors of pad tokens: restore [PAD]
+        # PyLate pads queries by making [MASK] the pad token; colbert-ai zeroes the
+        # vectors of pad tokens: restore [PAD]
         for f in ("tokenizer_config.json", "special_tokens_map.json"):
             cfg = json.loads((tmp / f).read_text())
             cfg["pad_token"] = "[PAD]"
@@ -547,7 +556,7 @@ def to_colbert_ai(
 
 # %% ../../nbs/14_colbert_search.ipynb #2cee878e
 class RAGatouilleRetriever:
-    "Late-interaction retrieval with RAGatouille: a colbert-ai PLAID index; `exact` re-scores its candidates by MaxSim on full-precision vectors."
+    "Late-interaction retrieval with RAGatouille's PLAID index."
 
     def __init__(
         self,
@@ -565,7 +574,7 @@ class RAGatouilleRetriever:
         self.pin_query_length, self.progress = pin_query_length, progress
 
     def index(self, docs: dict):
-        "Build a PLAID index of `{doc_id: text}` with `RAGPretrainedModel.index` (one passage per doc, no splitting); returns self."
+        "Build a PLAID index of `{doc_id: text}` (one passage per doc); returns self."
         _colbert_env()
         self.ids = check_docs(docs)
         self.pos = {d: i for i, d in enumerate(self.ids)}
@@ -594,7 +603,8 @@ class RAGatouilleRetriever:
                 split_documents=False,
                 max_document_length=maxlen,
             )
-            # load the index back for searching: after index(), RAGatouille 0.0.9 with colbert-ai 0.2.22 looks for it under ./experiments
+            # load the index back for searching: after index(), RAGatouille 0.0.9 with
+            # colbert-ai 0.2.22 looks for it under ./experiments
             self.rag = RAGPretrainedModel.from_index(path, verbose=0)
             if self.pin_query_length:
                 self._pin_query_length()
@@ -607,7 +617,7 @@ class RAGatouilleRetriever:
         return self
 
     def _pin_query_length(self):
-        "RAGatouille lengthens queries by 1.35 tokens per word (at least 32); keep the checkpoint's `query_maxlen`, as PyLate does."
+        "Keep the checkpoint's `query_maxlen` (RAGatouille would lengthen queries)."
         mi, n = self.rag.model.model_index, self.rag.model.config.query_maxlen
 
         def pinned(maxlen, base_model_max_tokens):
@@ -617,7 +627,7 @@ class RAGatouilleRetriever:
         mi._upgrade_searcher_maxlen = pinned
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query, `{qid: {doc_id: score}}`; `filter` is passed to RAGatouille as `doc_ids`, so PLAID scores only those docs."
+        "Top-`k` docs per query; `filter` goes to RAGatouille as `doc_ids`."
         check_queries(queries, k)
         live = [q for q, t in queries.items() if t.strip()]
         run = {q: {} for q in queries}
@@ -656,7 +666,7 @@ class RAGatouilleRetriever:
 
 # %% ../../nbs/14_colbert_search.ipynb #c313c2ca
 def agree_up_to_ties(a: dict, b: dict, tol: float = 1e-4) -> bool:
-    "True if two rankings `{doc: score}` of one query give the same scores rank by rank (within `tol`) and the same docs, except docs tied at the cut-off."
+    "True if two rankings of one query agree rank by rank, up to ties at the cut-off."
     if len(a) != len(b):
         return False
     sa = sorted(a.values(), reverse=True)
@@ -668,7 +678,7 @@ def agree_up_to_ties(a: dict, b: dict, tol: float = 1e-4) -> bool:
 
 # %% ../../nbs/14_colbert_search.ipynb #fddea99d
 def peak_memory_mb() -> float:
-    "This process's peak resident memory in MB: `VmHWM` (reset by exec, unlike `ru_maxrss`, which a child inherits from its parent)."
+    "This process's peak resident memory in MB (`VmHWM`)."
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -681,7 +691,7 @@ def peak_memory_mb() -> float:
 
 
 def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
-    "Index one chapter (3 paragraphs + header chunks) and search its questions with one ColBERT path ('pylate' or 'ragatouille'): times, peak memory, runs."
+    "Index one chapter and search its questions with one ColBERT path: time, memory."
     import time
     from irbook.chunking import chunk_book
     from irbook.fastbook import load_questions
@@ -719,7 +729,7 @@ def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
 
 
 def path_stats_isolated(path: str = "pylate", **kwargs) -> dict:
-    "`path_stats` in a fresh Python process, so that its peak memory is that path's alone."
+    "`path_stats` in a fresh Python process, so its peak memory is its own."
     import subprocess, sys
 
     code = (

@@ -27,7 +27,7 @@ def _bundled_minilm() -> str | None:
 
 
 def resolve_model(name: str) -> str:
-    "What to load for `name`: a local directory as is, MiniLM's hub name as the bundled copy, any other hub name unchanged."
+    "What to load for `name`: a local directory, the bundled MiniLM, or a hub name."
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"model must be a hub name or a local path, got {name!r}")
     p = Path(name).expanduser()
@@ -39,7 +39,7 @@ def resolve_model(name: str) -> str:
 
 
 def model_id(name: str) -> str:
-    "A stable name for the cache: the hub name, or for another local model its folder name plus a hash of path, weights size and time."
+    "A stable cache name for a model: its hub name, or folder name plus a hash."
     path = resolve_model(name)
     if path == _bundled_minilm():
         return MINILM
@@ -55,7 +55,7 @@ def model_id(name: str) -> str:
 
 # %% ../../nbs/13_single_vector_search.ipynb #649a2811
 class EmbeddingCache:
-    "Normalised embeddings of one model on disk (SQLite), keyed by the SHA-256 of prompt + text."
+    "Normalised embeddings of one model on disk (SQLite), keyed by text hash."
 
     def __init__(self, model: str, root=None):
         self.root = Path(root) if root else cache_dir() / "embeddings"
@@ -63,7 +63,8 @@ class EmbeddingCache:
         self.path = self.root / (re.sub(r"[^A-Za-z0-9_.-]+", "_", model) + ".sqlite")
         with sqlite3.connect(self.path) as con:
             con.execute(
-                "CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB NOT NULL)"
+                "CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB NOT "
+                "NULL)"
             )
 
     @staticmethod
@@ -77,7 +78,8 @@ class EmbeddingCache:
         with sqlite3.connect(self.path) as con:
             for i in range(0, len(keys), 500):
                 part = keys[i : i + 500]
-                q = f"SELECT key, vec FROM emb WHERE key IN ({','.join('?' * len(part))})"
+                marks = ",".join("?" * len(part))
+                q = f"SELECT key, vec FROM emb WHERE key IN ({marks})"
                 out.update(
                     {
                         k: np.frombuffer(v, dtype=np.float32)
@@ -99,7 +101,7 @@ class EmbeddingCache:
 
 # %% ../../nbs/13_single_vector_search.ipynb #b1fc9a43
 class Encoder:
-    "Sentence embeddings (L2-normalised float32) of texts with a cached, lazily loaded sentence-transformers model."
+    "Cached, L2-normalised sentence embeddings from a lazily loaded model."
 
     def __init__(
         self,
@@ -127,7 +129,7 @@ class Encoder:
         self._model, self.hits, self.misses = None, 0, 0
 
     def model(self):
-        "The sentence-transformers model, loaded on first use (clear error if it is neither local nor downloadable)."
+        "The sentence-transformers model, loaded on first use."
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
@@ -136,8 +138,10 @@ class Encoder:
                 self._model = SentenceTransformer(path, device=self.device)
             except Exception as e:
                 raise ValueError(
-                    f"cannot load model {self.name!r} ({path}): not a local model folder and not "
-                    f"downloadable from the Hugging Face hub here ({type(e).__name__}: {e})"
+                    f"cannot load model {self.name!r} ({path}): not a local model "
+                    "folder and not "
+                    f"downloadable from the Hugging Face hub here ({type(e).__name__}: "
+                    f"{e})"
                 ) from e
             if self.max_seq_length:
                 self._model.max_seq_length = self.max_seq_length
@@ -161,7 +165,7 @@ class Encoder:
         return v / np.where(n == 0, 1, n)
 
     def encode(self, texts: list, prompt: str = "") -> np.ndarray:
-        "Embeddings of `texts` as an (n, dim) array; cached ones are read from disk, the rest encoded and stored."
+        "Embeddings of `texts` as an (n, dim) array, from the cache or encoded."
         texts = list(texts)
         for i, t in enumerate(texts):
             if not isinstance(t, str):
@@ -204,7 +208,7 @@ class Encoder:
 
 # %% ../../nbs/13_single_vector_search.ipynb #96d0caa8
 class DenseRetriever:
-    "Single-vector retrieval: cosine similarity between cached sentence-transformers embeddings of queries and docs."
+    "Single-vector retrieval: cosine similarity of cached embeddings."
 
     def __init__(
         self,
@@ -229,7 +233,7 @@ class DenseRetriever:
         return self
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query by cosine similarity, `{qid: {doc_id: cosine}}`; a blank query gets `{}`."
+        "Top-`k` docs per query by cosine similarity; a blank query gets `{}`."
         check_queries(queries, k)
         live = [q for q, t in queries.items() if t.strip()]
         qemb = (

@@ -32,7 +32,7 @@ def _stem(tokens):
 def tokenize(
     text: str, stop_words: frozenset | None = None, stem: bool = False
 ) -> list[str]:
-    "Lower-cased letter/digit runs of `text` (FTS5 unicode61's split) minus `stop_words` (default `STOP_WORDS`), optionally Snowball-stemmed."
+    "Lower-cased letter/digit runs of `text` minus stop words, optionally stemmed."
     if not isinstance(text, str):
         raise ValueError(f"expected a str to tokenize, got {type(text).__name__}")
     stop_words = STOP_WORDS if stop_words is None else stop_words
@@ -43,17 +43,17 @@ def tokenize(
 def query_terms(
     text: str, stop_words: frozenset | None = None, stem: bool = False
 ) -> list[str]:
-    "The distinct tokens of a question, in first-seen order: the terms every lexical retriever here searches for."
+    "The distinct tokens of a question, in first-seen order."
     return list(dict.fromkeys(tokenize(text, stop_words, stem)))
 
 # %% ../../nbs/12_full_text_search.ipynb #e4744186
 def fts_match(terms) -> str:
-    "An FTS5 MATCH string that ORs `terms`, each one a quoted string so no FTS5 operator or syntax character survives."
+    "An FTS5 MATCH string that ORs `terms`, each quoted so no syntax survives."
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms if t.strip())
 
 # %% ../../nbs/12_full_text_search.ipynb #4a9af169
 def check_docs(docs) -> list[str]:
-    "Validate a `{doc_id: text}` mapping and return its ids in order (ValueError naming the bad doc)."
+    "Validate a `{doc_id: text}` mapping and return its ids in order."
     if not isinstance(docs, Mapping):
         raise ValueError(
             f"docs must be a dict {{doc_id: text}}, got {type(docs).__name__}"
@@ -80,7 +80,7 @@ def check_queries(queries, k):
 
 
 def allowed_rows(qid, filter, pos: dict) -> np.ndarray | None:
-    "Row numbers query `qid` may return under `filter` (None = every doc); ValueError for a missing query or unknown doc."
+    "Row numbers query `qid` may return under `filter` (None = every doc)."
     if filter is None:
         return None
     if qid not in filter:
@@ -98,7 +98,7 @@ def allowed_rows(qid, filter, pos: dict) -> np.ndarray | None:
 def top_k(
     scores: np.ndarray, ids: list, k: int, rows=None, positive_only=False
 ) -> dict:
-    "The `k` best `{doc_id: score}` from a score vector, optionally only `rows`; ties broken by index order."
+    "The `k` best `{doc_id: score}` from a score vector, ties by index order."
     idx = np.arange(len(scores)) if rows is None else rows
     s = scores[idx]
     if positive_only:
@@ -111,7 +111,7 @@ def top_k(
 
 # %% ../../nbs/12_full_text_search.ipynb #354bdc0d
 class FTS5Retriever:
-    "Full-text search in an in-memory SQLite FTS5 table, ranked by FTS5's bm25(); each question becomes an OR of its terms."
+    "Full-text search in an in-memory SQLite FTS5 table, ranked by FTS5's bm25()."
 
     def __init__(
         self, tokenizer: str = "unicode61", stop_words: frozenset | None = None
@@ -119,7 +119,7 @@ class FTS5Retriever:
         self.tokenizer, self.stop_words = tokenizer, stop_words
 
     def match(self, text: str) -> str:
-        "The MATCH string searched for `text`: its distinct non-stop-word terms, quoted and OR-ed."
+        "The MATCH string searched for `text`: its distinct terms, quoted and OR-ed."
         return fts_match(query_terms(text, self.stop_words))
 
     def index(self, docs: dict):
@@ -139,7 +139,7 @@ class FTS5Retriever:
         return self
 
     def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query as a ranx-style run `{qid: {doc_id: -bm25}}` (higher is better)."
+        "Top-`k` docs per query as a run `{qid: {doc_id: -bm25}}` (higher is better)."
         check_queries(queries, k)
         run = {}
         for qid, text in queries.items():
@@ -149,7 +149,8 @@ class FTS5Retriever:
                 continue
             ok = None if rows is None else set(rows.tolist())
             cur = self.conn.execute(
-                "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs), rowid",
+                "SELECT rowid, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY "
+                "bm25(docs), rowid",
                 (m,),
             )
             for r, s in cur:  # best first; keep the first k the filter allows
@@ -161,7 +162,7 @@ class FTS5Retriever:
 
 # %% ../../nbs/12_full_text_search.ipynb #2cd74b59
 class BM25sRetriever:
-    "BM25 with the bm25s library (default Lucene variant) over `tokenize`d docs; same query terms as FTS5Retriever."
+    "BM25 with bm25s (Lucene variant) over `tokenize`d docs."
 
     def __init__(
         self,
@@ -201,7 +202,7 @@ class BM25sRetriever:
         return self
 
     def idf(self, term: str) -> float:
-        "Lucene IDF of `term`, ln(1 + (N - df + 0.5)/(df + 0.5)), the weight bm25s gives it: never negative."
+        "Lucene IDF of `term`, ln(1 + (N - df + 0.5)/(df + 0.5)): never negative."
         N, df = len(self.ids), self.df.get(term, 0)
         return float(np.log1p((N - df + 0.5) / (df + 0.5))) if df else 0.0
 
@@ -230,7 +231,7 @@ class BM25sRetriever:
 
 # %% ../../nbs/12_full_text_search.ipynb #8fac3fa6
 class RankBM25Retriever(BM25sRetriever):
-    "BM25Okapi from rank-bm25 with the same tokens: negative IDFs are floored to `epsilon` x mean IDF."
+    "BM25Okapi from rank-bm25 with the same tokens (negative IDFs floored)."
 
     def __init__(
         self,
@@ -259,7 +260,7 @@ class RankBM25Retriever(BM25sRetriever):
         return self
 
     def idf(self, term: str) -> float:
-        "IDF rank-bm25 uses for `term`: ln((N - df + 0.5)/(df + 0.5)), negatives replaced by epsilon x mean IDF."
+        "IDF rank-bm25 uses for `term` (negatives replaced by epsilon x mean IDF)."
         return float(self.model.idf.get(term, 0.0)) if self.model else 0.0
 
     def scores(self, text: str) -> np.ndarray:
@@ -273,7 +274,7 @@ class RankBM25Retriever(BM25sRetriever):
 
 # %% ../../nbs/12_full_text_search.ipynb #2cb56c56
 def chapter_filter(questions, chunks: dict) -> dict:
-    "`{qid: {chunk ids of the question's chapter}}`: the search space the benchmark author used for each question."
+    "`{qid: {chunk ids of the question's chapter}}`: the author's search space."
     by_chapter = {}
     for cid, c in chunks.items():
         by_chapter.setdefault(c.chapter, set()).add(cid)
@@ -281,7 +282,7 @@ def chapter_filter(questions, chunks: dict) -> dict:
 
 
 def keyword_queries(df=None) -> dict:
-    "The benchmark author's LLM keywords as queries `{qid: 'kw1, kw2, ...'}` (from irbook.data.load_fts_keywords)."
+    "The author's LLM keywords as queries `{qid: 'kw1, kw2, ...'}`."
     if df is None:
         from irbook.data import load_fts_keywords
 

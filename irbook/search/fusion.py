@@ -30,7 +30,7 @@ _ADDITIVE = frozenset(
 
 
 def ranking(scores: Mapping) -> list:
-    "Doc ids of one query's `{doc_id: score}`, best first: score descending, ties by doc id (as `irbook.fastbook.ranked_ids`)."
+    "Doc ids of one query's `{doc_id: score}`, best first, ties by doc id."
     return [d for d, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))]
 
 
@@ -45,7 +45,8 @@ def _check_runs(runs) -> list:
         for q, s in r.items():
             if not isinstance(s, Mapping):
                 raise ValueError(
-                    f"run {i}, query {q!r}: expected {{doc_id: score}}, got {type(s).__name__}"
+                    f"run {i}, query {q!r}: expected {{doc_id: score}}, got "
+                    f"{type(s).__name__}"
                 )
     return list(runs)
 
@@ -55,7 +56,7 @@ def _top(scores: Mapping, k) -> dict:
 
 
 def _ranx_run(run: dict, qids: list, rank_based: bool):
-    "A ranx.Run of `run` restricted to `qids`; for rank-based methods the scores become n, n-1, ... in `ranking` order."
+    "A ranx.Run of `run` restricted to `qids` (rank scores for rank-based methods)."
     from ranx import Run
 
     if rank_based:
@@ -73,7 +74,7 @@ def fuse(
     params: dict | None = None,
     k: int | None = 10,
 ) -> dict:
-    "Fuse runs `{qid: {doc_id: score}}` with `ranx.fuse` (any of its methods and normalisations); top `k` per query (None: all), ties by doc id."
+    "Runs fused with `ranx.fuse`; top `k` per query, ties by doc id."
     import ranx
 
     runs = _check_runs(runs)
@@ -113,12 +114,12 @@ def fuse(
 
 
 def rrf(runs: list, k: int | None = 10, rrf_k: int = 60) -> dict:
-    "Reciprocal rank fusion: each doc scores the sum of 1 / (rrf_k + rank) over the runs that retrieved it; top `k` per query."
+    "Reciprocal rank fusion: each doc scores the sum of 1 / (rrf_k + rank)."
     return fuse(runs, method="rrf", norm=None, params={"k": rrf_k}, k=k)
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #b1f08252
 def split_questions(qids, seed: int = 0, frac: float = 0.5) -> tuple[list, list]:
-    "Seeded split of question ids into (tune, report): a share `frac` to tune on, the rest held out for reporting."
+    "Seeded split of question ids into (tune, report)."
     ids = sorted(set(qids))
     if not 0 < frac < 1:
         raise ValueError(f"frac must be between 0 and 1, got {frac!r}")
@@ -139,7 +140,7 @@ def tune_fusion(
     metric: str = "mrr@10",
     step: float = 0.1,
 ) -> dict:
-    "Best fusion params for `runs` by `ranx.optimize_fusion`, looking only at the questions `qids` (and their qrels)."
+    "Best fusion params for `runs` by `ranx.optimize_fusion`, on `qids` only."
     import ranx
 
     runs = _check_runs(runs)
@@ -174,7 +175,7 @@ def tune_fusion(
 def rerank(
     retriever, queries: dict, candidates: dict, k: int = 10, depth: int = 100
 ) -> dict:
-    "Re-score each query's top-`depth` `candidates` (a run) with an indexed `retriever`: top `k` of those candidates only."
+    "Re-score each query's top-`depth` candidates with `retriever`: top `k` of them."
     pool = {q: set(ranking(candidates.get(q, {}))[:depth]) for q in queries}
     width = max((len(p) for p in pool.values()), default=0)
     if width == 0:
@@ -204,7 +205,7 @@ def _digest(*parts) -> str:
 
 
 def _code_fingerprint() -> str:
-    "SHA-256 of the retrievers' and chunker's source files, so a cached run is recomputed when their code changes."
+    "SHA-256 of the retrievers' and chunker's source files (cache invalidation)."
     import irbook
 
     root = Path(irbook.__file__).parent
@@ -213,7 +214,7 @@ def _code_fingerprint() -> str:
 
 
 def cached_run(name: str, make, *key, root=None) -> dict:
-    "The run `make()` returns, stored on disk (JSON, written atomically) under a hash of `name`, `key` and the retrievers' code, and reused."
+    "The run `make()` returns, cached on disk under a hash of its inputs and code."
     folder = Path(root) if root else cache_dir() / "runs"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{_digest(name, _code_fingerprint(), *key)[:24]}.json"
@@ -237,7 +238,7 @@ def part2_runs(
     colbert: bool = True,
     progress: bool = False,
 ) -> dict:
-    "Cached depth-`depth` runs on `chunks`, each question in its own chapter: FTS5, bm25s, MiniLM, offline ColBERT, ColBERT re-ranking bm25s's top 100."
+    "Cached runs of the Part II retrievers on `chunks`, each question in its chapter."
     from irbook.search.fulltext import (
         BM25sRetriever,
         FTS5Retriever,
@@ -318,7 +319,7 @@ def part2_runs(
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #0bef64a7
 def maxp(run: dict, fine: dict, coarse: dict) -> dict:
-    "A run over `coarse` chunks from a run over `fine` ones: each coarse chunk scores the best score of a fine chunk it contains (by chapter and blocks)."
+    "A run over `coarse` chunks from a run over `fine` ones (best fine score wins)."
     owner = {}
     for cid, c in coarse.items():
         for b in c.blocks:
@@ -338,7 +339,7 @@ def maxp(run: dict, fine: dict, coarse: dict) -> dict:
 def maxp_runs(
     chunks: dict, questions: list, colbert: bool = True, depth: int = 100
 ) -> dict:
-    "MiniLM's and ColBERT's cached paragraph-level runs mapped onto `chunks` by `maxp` (empty if every chunk is a single block)."
+    "MiniLM's and ColBERT's paragraph runs mapped onto `chunks` by `maxp`."
     from irbook.chunking import chunk_book
 
     if all(len(c.blocks) <= 1 for c in chunks.values()):
@@ -384,7 +385,7 @@ def part2_systems(
     colbert: bool = True,
     paragraphs: bool = True,
 ) -> tuple[dict, dict]:
-    "Top-`k` runs of every Part II system on `chunks` (`part2_runs`, `maxp_runs` if `paragraphs`, and `fusions` with weights tuned on `tune_qids` only) and the fusions' params."
+    "Top-`k` runs of every Part II system on `chunks`, fusions tuned on `tune_qids`."
     from irbook.fastbook import contexts_to_qrels
 
     base = part2_runs(chunks, questions, depth, colbert)
@@ -424,7 +425,7 @@ CHUNKINGS = {
 def part2_scores(
     questions: list, chunkings: dict = CHUNKINGS, seed: int = 0, colbert: bool = True
 ) -> tuple:
-    "Per-question Modified MRR@10 / Recall@10 of every Part II system and the ceiling on every chunking (long table with each question's half), and the tuned params."
+    "Per-question Modified MRR@10 / Recall@10 of every Part II system and chunking."
     import pandas as pd
     from irbook.chunking import chunk_book, ceiling
     from irbook.fastbook import score_run
