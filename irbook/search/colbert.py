@@ -10,7 +10,7 @@ __all__ = ['COLBERTV2', 'ANSWERAI_SMALL', 'CHECK_TEXTS', 'new_colbert', 'pseudo_
 # %% ../../nbs/14_colbert_search.ipynb #d4a0efa1
 import hashlib, io, json, os, random, re, shutil, tempfile, warnings
 from contextlib import contextmanager, redirect_stdout, redirect_stderr
-from dataclasses import dataclass, asdict, field
+from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
