@@ -407,15 +407,15 @@ def evaluate_model(
     out = mod[["chapter"]].join(
         rec.rename(columns=lambda c: c.replace("recall", "Recall"))
     )
-    return out.assign(**{"MRR@10": mod.mrr, "Modified Recall@10": mod.recall}).fillna(
-        0.0
-    )
+    return out.assign(
+        **{"Modified MRR@10": mod.mrr, "Modified Recall@10": mod.recall}
+    ).fillna(0.0)
 
 # %% ../nbs/33_finetuning.ipynb #8bf70cbf
 def paired_differences(
     per_query: dict,
     base: str = "base",
-    metrics=("Recall@1", "Recall@5", "Recall@10", "MRR@10"),
+    metrics=("Recall@1", "Recall@5", "Recall@10", "Modified MRR@10"),
     B: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
