@@ -15,10 +15,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # torch==2.13.0 is pinned inside requirements.txt, so one resolver run installs it with everything else.
-$(VENV)/.installed: requirements.txt pyproject.toml Makefile | $(BIN)/python
+$(VENV)/.installed: requirements.txt pyproject.toml Makefile tools/warm_numba.py | $(BIN)/python
 	$(BIN)/pip install -r requirements.txt
 	$(BIN)/pip install --no-deps $(NODEPS)
 	$(BIN)/pip install --no-deps -e .
+	# ranx compiles its numba code on first use in every fresh environment; do it once, here
+	$(BIN)/python tools/warm_numba.py
 	touch $@
 
 install: $(VENV)/.installed

@@ -23,7 +23,7 @@ from irbook.search.fusion import (
 )
 from irbook.search.fulltext import BM25sRetriever
 
-DOCS = [f"d{i}" for i in range(12)]
+DOCS = [f"d{i:02d}" for i in range(12)]  # one id width: ranx compiles once per width
 
 
 @st.composite

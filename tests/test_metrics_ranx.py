@@ -308,19 +308,7 @@ def jqara():
     )
 
 
-def test_jqara_ranx_reproduces_published(jqara):
-    "ranx on the offline runs gives the README leaderboard (rounded to 4 decimals)."
-    pub = jqara["published"]
-    for name in (n for n in JQARA if n in pub.index):
-        for m in PUBLISHED:
-            got = float(np.mean(jqara["ranx"][name][m]))
-            assert round(got, 4) == pytest.approx(pub.loc[name, m], abs=1e-12), (
-                name,
-                m,
-                got,
-            )
-
-
+@pytest.mark.slow  # reads eight real runs; ranx == published: tests/test_jqara.py
 @pytest.mark.parametrize("name", JQARA)
 def test_jqara_equal_ranx(jqara, name):
     "irbook == ranx per query for every registered metric on each JQaRA run (qrels/run read as dicts)."
@@ -334,6 +322,7 @@ def test_jqara_equal_ranx(jqara, name):
     )
 
 
+@pytest.mark.slow
 def test_jqara_ranx_objects_equal_ranx(jqara):
     "The ranx-object input path (typed lists, hash matching) on a real run with ties: bm25."
     ms = jqara_metrics()
@@ -347,6 +336,7 @@ def test_jqara_ranx_objects_equal_ranx(jqara):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", JQARA)
 def test_jqara_published(jqara, name):
     "irbook's means reproduce the README's ndcg@10 / mrr@10 (4 decimals)."

@@ -20,6 +20,7 @@ HEAVY = {
     "20_jqara",
     "21_japanese_search",
     "31_label_noise",  # encodes every chunk of the book with MiniLM on a cold cache
+    "32_hard_negatives",  # the same: mines negatives from MiniLM embeddings of every chunk
     "33_finetuning",
 }
 

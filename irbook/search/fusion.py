@@ -55,8 +55,15 @@ def _top(scores: Mapping, k) -> dict:
     return {d: scores[d] for d in ranking(scores)[:k]}
 
 
-def _ranx_run(run: dict, qids: list, rank_based: bool):
-    "A ranx.Run of `run` restricted to `qids` (rank scores for rank-based methods)."
+def _codes(*maps) -> dict:
+    "Each doc id of `maps` ({q: {doc: x}}) as a 12-digit code, in first-seen order."
+    # ranx compiles its numba code once per doc-id width: one width means one compile
+    ids = dict.fromkeys(str(d) for m in maps for docs in m.values() for d in docs)
+    return {d: f"{i:012d}" for i, d in enumerate(ids)}
+
+
+def _ranx_run(run: dict, qids: list, rank_based: bool, code: dict):
+    "A ranx.Run of `run` on `qids`, doc ids coded (rank scores for rank-based methods)."
     from ranx import Run
 
     if rank_based:
@@ -64,7 +71,9 @@ def _ranx_run(run: dict, qids: list, rank_based: bool):
             q: {d: float(len(run[q]) - i) for i, d in enumerate(ranking(run[q]))}
             for q in qids
         }
-    return Run({q: {str(d): float(s) for d, s in run.get(q, {}).items()} for q in qids})
+    return Run(
+        {q: {code[str(d)]: float(s) for d, s in run.get(q, {}).items()} for q in qids}
+    )
 
 
 def fuse(
@@ -98,8 +107,9 @@ def fuse(
         used = used * 2
         if "weights" in params:
             params["weights"] = params["weights"] * 2
+    code = _codes(*used)
     ranx_runs = [
-        _ranx_run({q: r.get(q, {}) for q in live}, live, method in RANK_BASED)
+        _ranx_run({q: r.get(q, {}) for q in live}, live, method in RANK_BASED, code)
         for r in used
     ]
     with warnings.catch_warnings():
@@ -107,9 +117,10 @@ def fuse(
             "ignore"
         )  # numba's "unsafe cast from uint64 to int64" inside ranx
         fused = ranx.fuse(ranx_runs, norm=norm, method=method, params=params).to_dict()
+    doc = {c: d for d, c in code.items()}
     half = 0.5 if single and method in _ADDITIVE else 1.0
     for q in live:
-        out[q] = _top({d: float(s) * half for d, s in fused.get(q, {}).items()}, k)
+        out[q] = _top({doc[c]: float(s) * half for c, s in fused.get(q, {}).items()}, k)
     return out
 
 
@@ -151,12 +162,13 @@ def tune_fusion(
         raise ValueError(
             "none of the tuning questions has both qrels and a retrieved doc"
         )
+    code = _codes(*runs, {q: qrels[q] for q in use})
     ranx_runs = [
-        _ranx_run({q: r.get(q, {}) for q in use}, use, method in RANK_BASED)
+        _ranx_run({q: r.get(q, {}) for q in use}, use, method in RANK_BASED, code)
         for r in runs
     ]
     ranx_qrels = ranx.Qrels(
-        {q: {str(d): int(v) for d, v in qrels[q].items()} for q in use}
+        {q: {code[str(d)]: int(v) for d, v in qrels[q].items()} for q in use}
     )
     kw = {"step": step} if method in _WEIGHTED else {}
     with warnings.catch_warnings():

@@ -1,0 +1,68 @@
+"""Compile ranx's numba functions once, into this environment's numba cache.
+
+ranx jit-compiles its metrics, fusion methods, normalisations and tests with numba
+(`cache=True`) the first time each is called, once per doc-id width: in a fresh
+environment every new process (each test worker, each notebook kernel) pays tens of
+seconds until the cache holds them. `make install` runs this script once, so tests and
+chapters start warm, as pip compiles bytecode at install time. It calls what irbook, its
+tests and its chapters call.
+"""
+
+import time
+import warnings
+
+t0 = time.perf_counter()
+import ranx  # noqa: E402
+
+from irbook.metrics import METRICS, evaluate, ranx_order  # noqa: E402
+from irbook.search.fusion import fuse, tune_fusion  # noqa: E402
+
+# irbook's fusion codes doc ids to one width (12); the tests' generated ids have three
+# characters, as these do
+qrels = {"q1": {"d01": 2, "d02": 1, "d09": 0}, "q2": {"d03": 1}, "q3": {"d04": 3}}
+runs = [
+    {
+        "q1": {"d01": 0.9, "d02": 0.5, "d07": 0.3},
+        "q2": {"d03": 0.2, "d08": 0.8},
+        "q3": {"d04": 0.1},
+    },
+    {
+        "q1": {"d02": 1.0, "d07": 0.4},
+        "q2": {"d08": 0.3, "d03": 0.1},
+        "q3": {"d05": 0.7},
+    },
+    {
+        "q1": {"d01": 0.2, "d09": 0.9},
+        "q2": {"d03": 0.5},
+        "q3": {"d04": 0.6, "d05": 0.1},
+    },
+]
+base = ["rbp.8" if m == "rbp" else m for m in METRICS]
+names = base + [f"{m}@2" for m in base if m not in ("r-precision", "rbp.8")]
+names += ["ndcg@2-l2", "map-l2"]
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    Q, R = ranx.Qrels(qrels), ranx.Run(runs[0], name="a")
+    ranx.evaluate(Q, R, names, return_mean=False)
+    ranx.evaluate(Q, ranx.Run(runs[1]), names, make_comparable=True)
+    evaluate(qrels, runs[0], names, per_query=True)
+    ranx_order([0.3, 0.3, 0.1])
+    ranx_order([1, 1, 0], source="Qrels")
+    for method in ("rrf", "sum", "mnz"):
+        for norm in (None, "min-max"):
+            fuse(runs, method=method, norm=norm, k=None)
+    fuse(runs, method="wsum", norm="min-max", params={"weights": [0.2, 0.3, 0.5]})
+    for method, norm in (("rrf", None), ("sum", None), ("mnz", "min-max")):
+        ranx.fuse([ranx.Run(r) for r in runs], method=method, norm=norm)
+    ranx.fuse([ranx.Run(r) for r in runs], method="wsum", params={"weights": [1] * 3})
+    tune_fusion(runs, qrels, list(qrels), method="wsum", step=0.5)
+    tune_fusion(runs, qrels, list(qrels), method="rrf")
+    Rs = [ranx.Run(r, name=n) for r, n in zip(runs, "abc")]
+    for r in Rs:
+        ranx.evaluate(Q, r, names, make_comparable=True)
+    for test in ("fisher", "student", "tukey"):
+        ranx.compare(
+            Q, Rs, metrics=["ndcg@2", "mrr"], stat_test=test, n_permutations=10
+        )
+print(f"ranx compiled into the numba cache in {time.perf_counter() - t0:.0f} s")
