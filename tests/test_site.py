@@ -153,7 +153,7 @@ def test_no_code_block_scrolls_sideways_in_chromium(tmp_path):
                     "--window-size=1280,1000",
                     "--virtual-time-budget=10000",
                     "--dump-dom",
-                    probe.as_uri(),
+                    probe.resolve().as_uri(),
                 ],
                 capture_output=True,
                 text=True,
