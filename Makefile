@@ -26,6 +26,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml Makefile tools/warm_numba.py
 install: $(VENV)/.installed
 
 test: install
+	# lint and layout first (pyflakes, pycodestyle, isort rules; 88 columns): seconds, not minutes
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	# two workers: one per core (pytest-xdist); tests marked slow are left to `make test-slow`
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 --durations=15 tests
 

@@ -1,16 +1,25 @@
-"""ColBERT on this machine: the same trained offline model through PyLate and through RAGatouille (colbert-ai PLAID).
+"""ColBERT on this machine: the same trained offline model through PyLate and through
+RAGatouille (colbert-ai PLAID).
 
-Each path runs in its own fresh process (irbook.search.colbert.path_stats_isolated) on one chapter's chunks (3 paragraphs
-+ header) and that chapter's benchmark questions, restricted to the chapter, top 10:
-  index  = load the saved model and build a searchable index (RAGatouille: convert-check is cached beforehand; PLAID
-           build, reload, full-precision encoding for exact re-scoring)
-  search = ms per question after one warm-up query; peak = the process's VmHWM (peak resident memory).
-Also checks that both paths give the same top 10 up to ties. Needs ragatouille installed (see the Makefile).
+Each path runs in its own fresh process (irbook.search.colbert.path_stats_isolated) on
+one chapter's chunks (3 paragraphs + header) and that chapter's benchmark questions,
+restricted to the chapter, top 10:
+  index  = load the saved model and build a searchable index (RAGatouille: convert-check
+           is cached beforehand; PLAID build, reload, full-precision encoding for exact
+           re-scoring)
+  search = ms per question after one warm-up query; peak = the process's VmHWM (peak
+           resident memory).
+Also checks that both paths give the same top 10 up to ties. Needs ragatouille installed
+(see the Makefile).
 
-    IRBOOK_DATA=/path/to/data TORCH_EXTENSIONS_DIR=.cache/torch_extensions nice python bench/colbert.py [--chapter 8]
+    IRBOOK_DATA=/path/to/data TORCH_EXTENSIONS_DIR=.cache/torch_extensions \
+        nice python bench/colbert.py [--chapter 8]
 """
 
-import argparse, os, platform, sys
+import argparse
+import os
+import platform
+import sys
 
 
 def main(argv=None):
@@ -38,7 +47,8 @@ def main(argv=None):
     agree = sum(agree_up_to_ties(pl["run"][q], rg["run"][q]) for q in qids)
     top1 = sum(next(iter(pl["run"][q])) == next(iter(rg["run_plaid"][q])) for q in qids)
     print(
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus; chapter {a.chapter}: {pl['chunks']} chunks, "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus; chapter "
+        f"{a.chapter}: {pl['chunks']} chunks, "
         f"{pl['questions']} questions, k=10, filter = own chapter"
     )
     print(f"{'path':<38}{'index s':>9}{'search ms/q':>13}{'peak MB':>9}")
@@ -66,11 +76,14 @@ def main(argv=None):
         print(f"{name:<38}{i:>9.1f}{s:>13.0f}{m:>9.0f}")
     print("ratios RAGatouille / PyLate (>1: RAGatouille slower or bigger):")
     print(
-        f"  index time {rg['index_s'] / pl['index_s']:.2f}x, search latency {rg['search_ms'] / pl['search_ms']:.2f}x exact, "
-        f"{rg['search_plaid_ms'] / pl['search_ms']:.2f}x PLAID scores, peak memory {rg['peak_mb'] / pl['peak_mb']:.2f}x"
+        f"  index time {rg['index_s'] / pl['index_s']:.2f}x, search latency "
+        f"{rg['search_ms'] / pl['search_ms']:.2f}x exact, "
+        f"{rg['search_plaid_ms'] / pl['search_ms']:.2f}x PLAID scores, peak memory "
+        f"{rg['peak_mb'] / pl['peak_mb']:.2f}x"
     )
     print(
-        f"same top 10 up to ties (exact): {agree}/{len(qids)}; same best passage (PLAID scores): {top1}/{len(qids)}"
+        f"same top 10 up to ties (exact): {agree}/{len(qids)}; same best passage "
+        f"(PLAID scores): {top1}/{len(qids)}"
     )
     return 0 if agree == len(qids) else 1
 

@@ -1,16 +1,21 @@
-"""irbook.metrics vs ranx on the 8 offline JQaRA runs, each measured in a FRESH Python process.
+"""irbook.metrics vs ranx on the 8 offline JQaRA runs, each measured in a FRESH Python
+process.
 
-    IRBOOK_DATA=/path/to/data python bench/metrics.py [--repeat N] [--json bench/results/metrics.json]
+    IRBOOK_DATA=/path/to/data python bench/metrics.py \
+        [--repeat N] [--json bench/results/metrics.json]
 
-The committed bench/results/metrics.json is what chapter 2 (nbs/02_set_metrics) displays.
+The committed bench/results/metrics.json is what chapter 2 (nbs/02_set_metrics)
+displays.
 
-Two workloads: (A) ndcg@10 + mrr@10, the JQaRA leaderboard metrics; (B) all 14 ranx metrics.
-Each process imports its library, reads the qrels and the 8 runs from disk with its own natural reader
-(ranx: Qrels.from_file / Run.from_file; irbook: read_qrels / read_run) and evaluates every run.
-  ranx cold  = numba's on-disk cache pointed at an empty directory (NUMBA_CACHE_DIR), so everything compiles;
-  ranx warm  = a later process reusing that cache (what a user sees from the second run on);
-  irbook     = no compilation exists; "cold" is simply the first process, "warm" a later one.
-The wall time is the whole process, from spawn to exit (interpreter start-up included, for both).
+Two workloads: (A) ndcg@10 + mrr@10, the JQaRA leaderboard metrics; (B) all 14 ranx
+metrics. Each process imports its library, reads the qrels and the 8 runs from disk with
+its own natural reader (ranx: Qrels.from_file / Run.from_file; irbook: read_qrels /
+read_run) and evaluates every run.
+  ranx cold  = numba's on-disk cache pointed at an empty directory (NUMBA_CACHE_DIR), so
+               everything compiles;
+  ranx warm  = a later process reusing that cache (what a user sees from the 2nd run);
+  irbook     = no compilation exists; "cold" is the first process, "warm" a later one.
+The wall time is the whole process, from spawn to exit (interpreter start-up included).
 Every process prints its means; the bench checks that both libraries agree to 1e-9.
 """
 
@@ -57,15 +62,19 @@ CHILD = r"""
 import json, sys, time, warnings
 t0 = time.perf_counter()
 warnings.filterwarnings("ignore")
-lib, qrels_path, run_paths, metrics = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+lib, qrels_path = sys.argv[1], sys.argv[2]
+run_paths, metrics = json.loads(sys.argv[3]), json.loads(sys.argv[4])
 if lib == "ranx":
     from ranx import Qrels, Run, evaluate
     t1 = time.perf_counter()
     qrels = Qrels.from_file(qrels_path, kind="trec")
     runs = {n: Run.from_file(p, kind="lz4") for n, p in run_paths.items()}
     t2 = time.perf_counter()
-    out = {n: {m: float(v) for m, v in evaluate(qrels, r, metrics, save_results_in_run=False).items()} if len(metrics) > 1
-           else {metrics[0]: float(evaluate(qrels, r, metrics[0], save_results_in_run=False))} for n, r in runs.items()}
+    def scores(r, kw={"save_results_in_run": False}):
+        if len(metrics) == 1:  # ranx returns a bare float for one metric
+            return {metrics[0]: float(evaluate(qrels, r, metrics[0], **kw))}
+        return {m: float(v) for m, v in evaluate(qrels, r, metrics, **kw).items()}
+    out = {n: scores(r) for n, r in runs.items()}
 else:
     from irbook.metrics import evaluate, read_qrels, read_run
     t1 = time.perf_counter()
@@ -74,7 +83,8 @@ else:
     t2 = time.perf_counter()
     out = {n: evaluate(qrels, r, metrics) for n, r in runs.items()}
 t3 = time.perf_counter()
-print(json.dumps({"import": t1 - t0, "load": t2 - t1, "evaluate": t3 - t2, "scores": out}))
+times = {"import": t1 - t0, "load": t2 - t1, "evaluate": t3 - t2}
+print(json.dumps({**times, "scores": out}))
 """
 
 
@@ -103,8 +113,9 @@ def run_child(lib, metrics, paths, env):
 
 
 def agreement(ranx_scores, irbook_scores, metrics):
-    """Largest |irbook - ranx| over runs and metrics; fails above 1e-9 or on nan. bpref is left out: JQaRA's qrels
-    hold no judged non-relevant document, where ranx returns nan and irbook follows trec_eval (nbs/03_rank_metrics)."""
+    """Largest |irbook - ranx| over runs and metrics; fails above 1e-9 or on nan. bpref
+    is left out: JQaRA's qrels hold no judged non-relevant document, where ranx returns
+    nan and irbook follows trec_eval (nbs/03_rank_metrics)."""
     worst = 0.0
     for n in RUNS:
         for m in metrics:
@@ -112,7 +123,8 @@ def agreement(ranx_scores, irbook_scores, metrics):
                 continue
             d = abs(ranx_scores[n][m] - irbook_scores[n][m])
             assert d < 1e-9, (
-                f"irbook and ranx disagree on {n} {m}: {irbook_scores[n][m]} vs {ranx_scores[n][m]}"
+                f"irbook and ranx disagree on {n} {m}: {irbook_scores[n][m]} vs "
+                f"{ranx_scores[n][m]}"
             )  # nan fails too
             worst = max(worst, d)
     return worst
@@ -134,8 +146,8 @@ def main():
         help="comma-separated metric names: one custom workload instead of A and B",
     )
     args = ap.parse_args()
-    from irbook.data import fetch
     import irbook.metrics as M
+    from irbook.data import fetch
 
     paths = {
         "qrels": str(fetch("jqara/qrels.trec")),
@@ -152,7 +164,8 @@ def main():
     )
     if missing:
         sys.exit(
-            f"irbook does not register {missing} yet: run the bench once chapters 3-4 are exported"
+            f"irbook does not register {missing} yet: run the bench once chapters 3-4 "
+            "are exported"
         )
 
     results = {}
@@ -182,11 +195,14 @@ def main():
             )
 
     print(
-        f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+        f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} "
+        f"CPUs, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f}; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     print(
-        f"8 JQaRA runs x 1,667 queries x 100 candidates; fresh process each; min of {args.repeat} process(es)\n"
+        "8 JQaRA runs x 1,667 queries x 100 candidates; fresh process each; min of "
+        f"{args.repeat} process(es)\n"
     )
     for wname, r in results.items():
         best = {
@@ -205,7 +221,8 @@ def main():
         )
         for k, x in best.items():
             print(
-                f"  {k:12s} {x['wall']:8.2f}s {x['import']:7.2f}s {x['load']:7.2f}s {x['evaluate']:8.2f}s"
+                f"  {k:12s} {x['wall']:8.2f}s {x['import']:7.2f}s {x['load']:7.2f}s "
+                f"{x['evaluate']:8.2f}s"
             )
         rc, rw = best["ranx cold"]["wall"], best["ranx warm"]["wall"]
         ic, iw = best["irbook cold"]["wall"], best["irbook warm"]["wall"]
@@ -230,7 +247,9 @@ def main():
             "python": platform.python_version(),
             "ranx": version("ranx"),
             "repeat": args.repeat,
-            "workload": "8 JQaRA runs x 1,667 queries x 100 candidates, fresh process each",
+            "workload": (
+                "8 JQaRA runs x 1,667 queries x 100 candidates, fresh process each"
+            ),
         }
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(

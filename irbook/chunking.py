@@ -7,10 +7,9 @@ import re
 from dataclasses import dataclass
 
 import pandas as pd
-from tqdm.auto import tqdm
 
 from .data import FASTBOOK_CHAPTERS, load_fastbook_chapter
-from .fastbook import matching_chunks, _as_question, _check_k
+from .fastbook import _as_question, _check_k, matching_chunks
 
 # %% auto #0
 __all__ = ['DROP_SECTIONS', 'STRATEGIES', 'Block', 'render_code', 'notebook_blocks', 'Chunk', 'paragraph_chunks', 'group_chunks',

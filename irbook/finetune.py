@@ -3,17 +3,20 @@
 # %% ../nbs/33_finetuning.ipynb #aced740e
 from __future__ import annotations
 
-import json, os, re, shutil, tempfile, time, warnings
-from dataclasses import dataclass, asdict
+import json
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from .data import cache_dir, build_folder, folder_is_complete, FASTBOOK_CHAPTERS
-from .fastbook import matching_chunks, normalize, score_run, contexts_to_qrels
-from .synthetic import Summary
+from .data import FASTBOOK_CHAPTERS, build_folder, cache_dir
+from .fastbook import contexts_to_qrels, matching_chunks, normalize, score_run
 from .search.dense import MINILM, resolve_model
+from .synthetic import Summary
 
 # %% auto #0
 __all__ = ['EVAL_SEQ', 'split_questions', 'question_pairs', 'pseudo_pairs', 'filter_pairs', 'FinetuneSettings', 'training_set',
@@ -205,8 +208,8 @@ def training_set(
     summary: Summary | None = None,
 ) -> tuple[pd.DataFrame, Summary]:
     "The training pairs for settings `s`, filtered and with negatives if asked."
-    from irbook.fastbook import load_questions
     from irbook.chunking import chunk_book
+    from irbook.fastbook import load_questions
 
     summary = summary or Summary()
     questions = load_questions() if questions is None else questions
@@ -270,7 +273,8 @@ def training_set(
 # %% ../nbs/33_finetuning.ipynb #dd4cfb51
 def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) -> dict:
     "Fine-tune `s.base` on `pairs` with (Cached)MNRL, seeded; saved to `out`."
-    import torch, transformers
+    import torch
+    import transformers
     from datasets import Dataset
     from sentence_transformers import (
         SentenceTransformer,

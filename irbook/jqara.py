@@ -7,11 +7,13 @@ __all__ = ['LEADERBOARD_METRICS', 'local_runs', 'load_runs', 'leaderboard', 'per
 # %% ../nbs/20_jqara.ipynb #cb1ad182
 import copy
 import warnings
+
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
+
 from .data import JQARA_RUNS, DataNotFound, fetch, load_jqara_run
-from .metrics import QueryMismatch, evaluate, read_qrels, _check_same_queries
+from .metrics import QueryMismatch, _check_same_queries, evaluate, read_qrels
 
 # %% ../nbs/20_jqara.ipynb #eabfe7b5
 LEADERBOARD_METRICS = ("ndcg@10", "mrr@10")  # the columns the JQaRA README publishes

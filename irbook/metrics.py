@@ -115,7 +115,8 @@ def read_run(path) -> dict:
     "A TREC (.gz allowed) or ranx .lz4/.json run file as a dict, duplicates refused."
     path = Path(path)
     if path.suffix == ".lz4":
-        import lz4.frame, cbor2
+        import cbor2
+        import lz4.frame
 
         with lz4.frame.open(path, mode="r") as f:
             return cbor2.loads(lz4.frame.decompress(f.read()))
@@ -367,7 +368,10 @@ def _from_dicts(qd, rd, make_comparable):
         np.float64,
         int(rl.sum()),
     )
-    docs = lambda: list(chain.from_iterable(r.keys() for r in runs))
+
+    def docs():
+        return list(chain.from_iterable(r.keys() for r in runs))
+
     return qids, jl, lab, rl, rlab, sc, docs
 
 
@@ -384,10 +388,12 @@ def _check_same_queries(qids, rids):
         return
     missing = [q for q in qids if q not in set(rids)]
     extra = [q for q in rids if q not in set(qids)]
-    show = lambda xs: (
-        ", ".join(map(repr, xs[:5]))
-        + (f" and {len(xs) - 5} more" if len(xs) > 5 else "")
-    )
+
+    def show(xs):
+        return ", ".join(map(repr, xs[:5])) + (
+            f" and {len(xs) - 5} more" if len(xs) > 5 else ""
+        )
+
     msg = []
     if missing:
         msg.append(
@@ -516,7 +522,6 @@ def to_ranked(
         qids, jl, lab, rl, rlab, sc, docs = _from_ranx(qrels, run, make_comparable)
     else:
         qids, jl, lab, rl, rlab, sc, docs = _from_dicts(qrels, run, make_comparable)
-    n = len(qids)
     # rank order: a stable sort by descending score, then ranx's own quicksort where a
     # tie mixes labels
     key = _pad(rl, -sc, np.inf, np.float64)
@@ -696,7 +701,8 @@ def r_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 # %% ../nbs/03_rank_metrics.ipynb #b08bb025
 def vs_ranx(qrels, run, metrics, atol: float = 1e-9):
     "Per-query scores of irbook and ranx side by side; AssertionError if they differ."
-    import pandas as pd, ranx
+    import pandas as pd
+    import ranx
 
     Q = qrels if isinstance(qrels, ranx.Qrels) else ranx.Qrels(qrels)
     R = run if isinstance(run, ranx.Run) else ranx.Run(run)

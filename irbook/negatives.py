@@ -2,9 +2,12 @@
 
 # %% ../nbs/32_hard_negatives.ipynb #e1a99ccb
 from __future__ import annotations
+
 from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
+
 from .fastbook import matching_chunks
 from .search.dense import MINILM, DenseRetriever, Encoder
 from .synthetic import Summary
@@ -259,7 +262,9 @@ def st_negatives(
     cache_folder=None,
 ) -> dict[str, list[str]]:
     "The same mining through sentence-transformers' `mine_hard_negatives`, by id."
-    import contextlib, io
+    import contextlib
+    import io
+
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
 

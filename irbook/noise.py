@@ -11,14 +11,13 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .fastbook import matching_chunks, normalize, ranked_ids
+from .search.fusion import rrf  # the book's one RRF (ranx.fuse), see chapter 15
 from irbook.synthetic import (
     LLMClient,
     LLMError,
     LLMReplyError,
-    QAPair,
     Summary,
     _flat,
-    llm_config,
 )
 
 # %% auto #0
@@ -177,17 +176,12 @@ def drop_near_duplicates(
     return [p for p in pairs if p.qid not in gone], summary
 
 # %% ../nbs/31_label_noise.ipynb #754b74c5
-from irbook.search.fusion import (
-    rrf,
-)  # the book's one RRF (ranx.fuse), see the fusion chapter
-
-
 def hybrid_search(
     queries: dict, chunks: dict, k: int = 5, depth: int = 50, filter: dict | None = None
 ) -> dict:
     "Top-`k` chunks per query by RRF of BM25 and dense MiniLM runs of depth `depth`."
-    from irbook.search.fulltext import BM25sRetriever
     from irbook.search.dense import DenseRetriever
+    from irbook.search.fulltext import BM25sRetriever
 
     docs = {cid: getattr(c, "text", c) for cid, c in chunks.items()}
     runs = [

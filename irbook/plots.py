@@ -4,8 +4,8 @@
 __all__ = ['LABEL_COLORS', 'label_color', 'plot_ranking', 'plot_query', 'plot_at_k', 'plot_first_relevant', 'plot_average_precision', 'plot_rbp_weights', 'plot_bpref_pairs', 'plot_log_discount', 'plot_gains', 'plot_dcg_vs_ideal', 'plot_forest', 'plot_bootstrap_diff']
 
 # %% ../nbs/02_set_metrics.ipynb #bdd1e6da
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.patches import Patch, Rectangle
 
 from .metrics import Ranked
@@ -25,8 +25,8 @@ def label_color(label) -> str:
 # %% ../nbs/02_set_metrics.ipynb #83d5eeb6
 def _legend(ax):
     handles = [
-        Patch(facecolor=LABEL_COLORS[l], edgecolor="#999", label=f"label {l}")
-        for l in range(4)
+        Patch(facecolor=LABEL_COLORS[g], edgecolor="#999", label=f"label {g}")
+        for g in range(4)
     ]
     handles.append(
         Patch(facecolor="white", edgecolor="#999", hatch="///", label="unjudged")
@@ -165,10 +165,11 @@ def plot_at_k(curves: dict, ks, title=None, ylabel="score", ax=None):
     return ax.figure
 
 # %% ../nbs/03_rank_metrics.ipynb #75054430
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.patches import FancyArrowPatch, Rectangle
-from .metrics import to_ranked, mrr
+
+from .metrics import mrr, to_ranked
 
 
 def _outline(ax, rank, color="black"):
@@ -338,8 +339,8 @@ def plot_bpref_pairs(qrels, run, query=None, rel_lvl: int = 1):
     return fig
 
 # %% ../nbs/04_graded_metrics.ipynb #0627b493
-import numpy as np
 import matplotlib.pyplot as plt
+import numpy as np
 
 
 def plot_log_discount(depth: int = 20, ax=None):
@@ -393,7 +394,7 @@ def plot_gains(max_label: int = 4, ax=None):
     return ax
 
 # %% ../nbs/04_graded_metrics.ipynb #12eae4e4
-from .metrics import to_ranked, _gains
+from .metrics import _gains, to_ranked
 
 
 def plot_dcg_vs_ideal(

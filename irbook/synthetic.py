@@ -203,7 +203,7 @@ class LLMClient:
                     self.stats["http_errors"] += 1
                     raise LLMError(f"{url}: {why} {e.reason}; not retried") from None
                 retry_after = e.headers.get("Retry-After") if e.headers else None
-            except (TimeoutError, socket.timeout) as e:
+            except (TimeoutError, socket.timeout):
                 why = "timeout"
             except urllib.error.URLError as e:
                 why = (

@@ -1,6 +1,9 @@
-"""Tests for irbook.search.colbert (offline ColBERT with PyLate): cache integrity, training data, retriever shape."""
+"""Tests for irbook.search.colbert (offline ColBERT with PyLate): cache integrity,
+training data, retriever shape."""
 
-import hashlib, json, warnings
+import hashlib
+import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -10,16 +13,22 @@ pytest.importorskip("pylate")
 import torch
 from pylate.scores import colbert_scores
 
+from irbook.data import MARKER
 from irbook.fastbook import load_questions, normalize
 from irbook.search.colbert import (
-    MARKER,
     ColBERTRetriever,
     ColBERTSettings,
+    RAGatouilleRetriever,
+    agree_up_to_ties,
+    check_colbert_ai,
+    colbert_ai_complete,
+    colbert_ai_metadata,
     is_complete,
     maxsim,
     new_colbert,
     offline_colbert,
     pseudo_queries,
+    to_colbert_ai,
     training_log,
 )
 
@@ -44,7 +53,8 @@ def retriever(model):
     return ColBERTRetriever(model, progress=False, candidates=2).index(DOCS)
 
 
-# ---- training data -------------------------------------------------------------------------------
+# ---- training data
+# -------------------------------------------------------------------------------
 def test_pseudo_queries_seeded_and_not_from_benchmark():
     p1, p2 = pseudo_queries(seed=0), pseudo_queries(seed=0)
     assert p1 == p2 and len(p1) > 100
@@ -55,7 +65,8 @@ def test_pseudo_queries_seeded_and_not_from_benchmark():
     assert sum(q in d for q, d in p1) < 0.05 * len(p1)
 
 
-# ---- cache integrity -----------------------------------------------------------------------------
+# ---- cache integrity
+# -----------------------------------------------------------------------------
 def _write_marker(folder: Path, settings, files=None):
     files = (
         files
@@ -118,7 +129,8 @@ def test_offline_colbert_rebuilds_corrupt_folder_then_reuses(tmp_path):
     assert m[1].linear.weight.shape == (TINY.dim, 384)
 
 
-# ---- untrained models are random -----------------------------------------------------------------
+# ---- untrained models are random
+# -----------------------------------------------------------------
 def test_untrained_projection_random_unless_seeded(model):
     w = model[1].linear.weight
     assert not torch.equal(
@@ -127,7 +139,8 @@ def test_untrained_projection_random_unless_seeded(model):
     assert torch.equal(new_colbert(seed=0)[1].linear.weight, w)
 
 
-# ---- retriever -----------------------------------------------------------------------------------
+# ---- retriever
+# -----------------------------------------------------------------------------------
 def test_maxsim_equals_pylate(model):
     q = model.encode(["how to choose a learning rate"], is_query=True)[0]
     ds = model.encode(list(DOCS.values()), is_query=False)
@@ -186,23 +199,18 @@ def test_length_options_validated(model):
     assert model.document_length == 180  # a rejected option leaves the model alone
 
 
-# ---- colbert-ai conversion (RAGatouille's format) ------------------------------------------------
-from irbook.search.colbert import (
-    RAGatouilleRetriever,
-    agree_up_to_ties,
-    check_colbert_ai,
-    colbert_ai_complete,
-    colbert_ai_metadata,
-    to_colbert_ai,
-)
+# ---- colbert-ai conversion (RAGatouille's format)
+# ----------------------------------------
 
 
 def test_module_imports_without_ragatouille_or_colbert_ai():
-    import subprocess, sys
+    import subprocess
+    import sys
 
     code = (
         "import sys; sys.modules['ragatouille'] = sys.modules['colbert'] = None; "
-        "import irbook.search.colbert as m; assert m.RAGatouilleRetriever and m.to_colbert_ai"
+        "import irbook.search.colbert as m; assert m.RAGatouilleRetriever and "
+        "m.to_colbert_ai"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -262,6 +270,7 @@ def test_conversion_layout_and_round_trip(pylate_dir, converted):
 @pytest.mark.slow  # training / encoding: `make test-slow`
 def test_check_catches_a_wrong_conversion(pylate_dir, converted, tmp_path):
     import shutil
+
     from safetensors.torch import load_file, save_file
 
     bad = tmp_path / "bad"
@@ -320,7 +329,8 @@ def test_conversion_refuses_what_colbert_ai_cannot_express(pylate_dir, tmp_path)
     assert not (tmp_path / "out").exists()
 
 
-# ---- RAGatouille gives PyLate's top results ------------------------------------------------------
+# ---- RAGatouille gives PyLate's top results
+# ------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_corpus():
     from irbook.chunking import chunk_book

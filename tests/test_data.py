@@ -1,6 +1,15 @@
-"""The data layer against a real HTTP server on 127.0.0.1 serving copies of the offline mirror."""
+"""The data layer against a real HTTP server on 127.0.0.1 serving copies of the offline
+mirror."""
 
-import hashlib, http.server, json, os, re, shutil, socket, threading, warnings
+import hashlib
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -192,7 +201,8 @@ def _unhashed(monkeypatch, name):
 def test_malformed_benchmark_is_rejected_and_not_cached(
     server, env, monkeypatch, payload, loader, err, tmp_path
 ):
-    # a source without a pinned hash (like the 31 unmirrored JQaRA runs) is checked by parsing, and a bad copy is dropped
+    # a source without a pinned hash (like the 31 unmirrored JQaRA runs) is checked by
+    # parsing, and a bad copy is dropped
     _unhashed(monkeypatch, NAME)
     env.mkdir(parents=True)
     (env / NAME).write_text(payload)
@@ -314,7 +324,8 @@ def test_published_leaderboard():
     assert ((scores > 0) & (scores < 1)).all()
 
 
-# ---- built folders in the cache (irbook.data.build_folder) ----------------------------------
+# ---- built folders in the cache (irbook.data.build_folder)
+# ----------------------------------
 def _build(calls):
     def build(tmp):
         calls.append(tmp)

@@ -1,7 +1,9 @@
-"""Tests for irbook.fastbook (benchmark loading, modified metrics, qrels) and irbook.chunking (chunkers, ceiling).
+"""Tests for irbook.fastbook (benchmark loading, modified metrics, qrels) and
+irbook.chunking (chunkers, ceiling).
 
-Expected values are computed by hand or by deliberately naive re-implementations written here, never copied
-from what the library prints. Needs IRBOOK_DATA pointing at the offline data (the real chapters and benchmark).
+Expected values are computed by hand or by deliberately naive re-implementations written
+here, never copied from what the library prints. Needs IRBOOK_DATA pointing at the
+offline data (the real chapters and benchmark).
 """
 
 import copy
@@ -38,7 +40,6 @@ from irbook.fastbook import (
     score_run,
 )
 
-
 # ---------------------------------------------------------------- fixtures
 
 
@@ -72,7 +73,8 @@ def q_(*contexts, chapter=1, number=1):
     )
 
 
-# ---------------------------------------------------------------- modified metrics, by hand
+# ---------------------------------------------------------------- modified metrics, by
+# hand
 
 
 def test_modified_metrics_hand_computed():
@@ -107,7 +109,8 @@ def test_matching_after_fix_text_both_sides():
 
 
 def _naive_mrr(texts, contexts_per_comp, k):
-    "Straight from the definition: the smallest r such that the top r hold a context of every component."
+    """Straight from the definition: the smallest r such that the top r hold a context
+    of every component."""
     for r in range(1, min(k, len(texts)) + 1):
         top = texts[:r]
         if all(any(c in t for t in top for c in comp) for comp in contexts_per_comp):
@@ -195,7 +198,8 @@ def test_qrels_on_real_chunks_hold_contexts(questions, paras):
             assert any(c in normalize(paras[cid].text) for c in ctxs)
 
 
-# ---------------------------------------------------------------- loading and malformed entries
+# ---------------------------------------------------------------- loading and malformed
+# entries
 
 
 def test_load_questions_ids_and_types(questions):
@@ -258,12 +262,14 @@ def test_duplicate_question_rejected(good_entry):
         load_questions({"items": []})
 
 
-# ---------------------------------------------------------------- statistics (README of the benchmark)
+# ---------------------------------------------------------------- statistics (README of
+# the benchmark)
 
 
 def test_statistics_equal_published_tables(questions):
     s = benchmark_stats(questions)
-    published = {  # github.com/vishalbakshi/fastbook-benchmark README, "Dataset Statistics"
+    # github.com/vishalbakshi/fastbook-benchmark README, "Dataset Statistics"
+    published = {
         "questions": [30, 26, 31, 23, 27, 20, 34],
         "components": [78, 58, 73, 31, 48, 27, 42],
         "empty": [8, 5, 8, 1, 1, 1, 1],
@@ -433,7 +439,8 @@ def test_questionnaire_text_is_dropped(paras, chapters):
 
 
 def test_author_chunk_counts(paras):
-    # the benchmark author's get_chunks asserts 1967 one-paragraph and 713 three-paragraph chunks on these files
+    # the benchmark author's get_chunks asserts 1967 one-paragraph and 713
+    # three-paragraph chunks on these files
     assert len(paras) == 1967
     assert len(chunk_book("group", n=3)) == 713
 
@@ -485,10 +492,12 @@ def test_ceiling_equals_brute_force(questions, paras):
 
 def test_published_ceiling_on_paragraph_chunks(questions, paras):
     cei = ceiling(paras, questions)
-    # design card anchor: 0.9005 / 0.9665 (paragraph chunks, markdown + code with outputs)
+    # design card anchor: 0.9005 / 0.9665 (paragraph chunks, markdown + code with
+    # outputs)
     assert round(cei.mrr_loose.mean(), 4) == 0.9005
     assert round(cei.recall.mean(), 4) == 0.9665
-    # the same numbers from the benchmark alone: answerable share, and mean share of non-empty components
+    # the same numbers from the benchmark alone: answerable share, and mean share of
+    # non-empty components
     assert cei.mrr_loose.mean() == pytest.approx(172 / 191)
     assert cei.recall.mean() == pytest.approx(
         sum(

@@ -1,7 +1,7 @@
-"""Tests for irbook.finetune: held-out split never leaks, filters, model cache integrity, seeded tiny training runs."""
+"""Tests for irbook.finetune: held-out split never leaks, filters, model cache
+integrity, seeded tiny training runs."""
 
-import hashlib, json, warnings
-from pathlib import Path
+import hashlib
 
 import numpy as np
 import pandas as pd
@@ -11,10 +11,8 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("datasets")
 
 from irbook.chunking import chunk_book
-from irbook.fastbook import load_questions, normalize
 from irbook.data import folder_is_complete
-from irbook.search.dense import Encoder
-from irbook.synthetic import Summary
+from irbook.fastbook import load_questions, normalize
 from irbook.finetune import (
     FinetuneSettings,
     filter_pairs,
@@ -26,6 +24,7 @@ from irbook.finetune import (
     training_log,
     training_set,
 )
+from irbook.search.dense import Encoder
 
 TINY = dict(max_pairs=16, batch_size=8, max_seq_length=32)
 
@@ -40,7 +39,8 @@ def chunks():
     return chunk_book("group", n=3)
 
 
-# ---- the held-out split ------------------------------------------------------------------------------
+# ---- the held-out split
+# ------------------------------------------------------------------------------
 @pytest.mark.parametrize("held_out", [(9, 10, 13), (1,), (2, 4)])
 def test_training_set_never_holds_a_held_out_question(questions, chunks, held_out):
     s = FinetuneSettings(held_out=held_out, pseudo=50)
@@ -73,7 +73,8 @@ def test_split_questions(questions):
             split_questions(questions, bad)
 
 
-# ---- pairs and filters -------------------------------------------------------------------------------
+# ---- pairs and filters
+# -------------------------------------------------------------------------------
 def test_question_pairs_one_per_positive(questions, chunks):
     qs = [q for q in questions if q.chapter == 1]
     pairs = question_pairs(qs, chunks)
@@ -88,13 +89,17 @@ def test_pseudo_pairs_are_corpus_sentences_not_questions(questions, chunks):
     assert len(p) == 40 and set(p.chapter) <= {1, 2}
     texts = {normalize(q.text).strip().lower() for q in questions}
     assert not any(normalize(a).strip().lower() in texts for a in p.anchor)
-    flat = lambda t: " ".join(normalize(t).split())
+
+    def flat(t):
+        return " ".join(normalize(t).split())
+
     assert all(flat(a) in flat(chunks[c].text) for a, c in zip(p.anchor, p.pos_id))
     assert pseudo_pairs([1, 2], chunks, n=0).empty
 
 
 def _hashed(texts):
-    "A fake encoder: the same text gives the same random vector, different texts nearly orthogonal ones."
+    """A fake encoder: the same text gives the same random vector, different texts
+    nearly orthogonal ones."""
     return np.stack(
         [
             np.random.default_rng(
@@ -150,7 +155,8 @@ def test_settings_digest():
     assert FinetuneSettings().train_chapters == (1, 2, 4, 8)
 
 
-# ---- tiny seeded training runs -----------------------------------------------------------------------
+# ---- tiny seeded training runs
+# -----------------------------------------------------------------------
 def _embed(folder):
     from sentence_transformers import SentenceTransformer
 
@@ -192,7 +198,8 @@ def test_tiny_run_is_seeded_and_reproducible(tiny_model, tmp_path, questions, ch
     np.testing.assert_allclose(a, b, atol=1e-6)
     assert not np.allclose(a, c, atol=1e-4)  # the seed matters
     from sentence_transformers import SentenceTransformer
-    from irbook.search.dense import resolve_model, MINILM
+
+    from irbook.search.dense import MINILM, resolve_model
 
     base = SentenceTransformer(resolve_model(MINILM), device="cpu").encode(
         ["How do I pick a learning rate?", "What is a DataLoader?"]

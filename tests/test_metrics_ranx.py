@@ -1,4 +1,5 @@
-"""irbook.metrics equals ranx: property tests on random qrels/runs for every registered metric, and the JQaRA runs.
+"""irbook.metrics equals ranx: property tests on random qrels/runs for every registered
+metric, and the JQaRA runs.
 
 Run: IRBOOK_DATA=/work/shared/data python -m pytest tests/test_metrics_ranx.py -q
 """
@@ -11,11 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-warnings.filterwarnings("ignore", module="numba")
-ranx = pytest.importorskip("ranx")
-from ranx import Qrels, Run
-
 import irbook.metrics as M
+
+ranx = pytest.importorskip("ranx")
+Qrels, Run = ranx.Qrels, ranx.Run
 
 RANX_METRICS = (
     "hits",
@@ -34,7 +34,10 @@ RANX_METRICS = (
     "ndcg_burges",
 )
 
-# every doc id has exactly 3 characters: ranx compiles one numba specialisation per string width
+warnings.filterwarnings("ignore", module="numba")
+
+# every doc id has exactly 3 characters: ranx compiles one numba specialisation per
+# string width
 DOCS = [f"d{i:02d}" for i in range(24)] + ["文書1", "éà2", "doc"]
 ATOL = 1e-9
 
@@ -59,7 +62,8 @@ def metric_names():
 
 
 def ranx_per_query(qrels, run, metrics, **kw):
-    "ranx's per-query scores as {metric: array} (ranx's return_mean=False fails for a single metric, so pad the list)."
+    """ranx's per-query scores as {metric: array} (ranx's return_mean=False fails for a
+    single metric, so pad the list)."""
     ms = list(metrics) + (["hits@1"] if len(metrics) == 1 else [])
     out = ranx.evaluate(
         qrels, run, ms, return_mean=False, save_results_in_run=False, **kw
@@ -68,9 +72,10 @@ def ranx_per_query(qrels, run, metrics, **kw):
 
 
 def ranx_unreliable(metric, qrels):
-    """Where irbook departs from ranx on purpose (documented in nbs/03_rank_metrics): bpref when a query has no
-    relevant (R=0: ranx's numba loop dies and zeroes later queries) or no judged non-relevant doc (N=0: ranx gives nan);
-    irbook follows trec_eval there. Such (metric, qrels) pairs are not compared."""
+    """Where irbook departs from ranx on purpose (documented in nbs/03_rank_metrics):
+    bpref when a query has no relevant (R=0: ranx's numba loop dies and zeroes later
+    queries) or no judged non-relevant doc (N=0: ranx gives nan); irbook follows
+    trec_eval there. Such (metric, qrels) pairs are not compared."""
     name, _, lvl = M.parse_metric(metric)
     if name != "bpref":
         return False
@@ -89,7 +94,8 @@ def assert_equal_to_ranx(ours, theirs, ctx, qrels=None):
         assert o.shape == v.shape, (m, ctx)
         bad = ~np.isclose(o, v, atol=ATOL, rtol=0, equal_nan=True)
         assert not bad.any(), (
-            f"{m}: irbook {o[bad]} != ranx {v[bad]} (queries {np.flatnonzero(bad)}) for {ctx}"
+            f"{m}: irbook {o[bad]} != ranx {v[bad]} (queries {np.flatnonzero(bad)}) "
+            f"for {ctx}"
         )
 
 
@@ -141,7 +147,8 @@ N_OBJ = int(os.environ.get("IRBOOK_HYPOTHESIS_EXAMPLES_OBJ", 400))
 
 @st.composite
 def some_metrics(draw, n=12):
-    "A random subset of the registered metric spellings (every spelling is drawn often over the run)."
+    """A random subset of the registered metric spellings (every spelling is drawn often
+    over the run)."""
     names = metric_names()
     return draw(
         st.lists(
@@ -171,7 +178,8 @@ def test_dicts_equal_ranx(data, ms):
     st.sampled_from(["dicts", "objects", "qrels object", "run object"]),
 )
 def test_make_comparable_equal_ranx(data, ms, kind):
-    "Missing and extra queries under make_comparable=True == ranx, for ranx objects, dicts and mixtures."
+    """Missing and extra queries under make_comparable=True == ranx, for ranx objects,
+    dicts and mixtures."""
     qd, rd = data
     qrels_in = Qrels(qd) if kind in ("objects", "qrels object") else qd
     run_in = Run(rd) if kind in ("objects", "run object") else rd
@@ -252,8 +260,9 @@ def jqara_metrics():
 
 
 def _ranx_cache_dir():
-    import platformdirs
     from pathlib import Path
+
+    import platformdirs
 
     d = (
         Path(os.environ.get("IRBOOK_CACHE") or platformdirs.user_cache_dir("irbook"))
@@ -264,8 +273,11 @@ def _ranx_cache_dir():
 
 
 def ranx_jqara_scores(data, name, ms, qrels):
-    "ranx's per-query scores for one JQaRA run, cached on disk under a key of (ranx version, file hashes, metrics)."
-    import hashlib, importlib.metadata, json
+    """ranx's per-query scores for one JQaRA run, cached on disk under a key of (ranx
+    version, file hashes, metrics)."""
+    import hashlib
+    import importlib.metadata
+    import json
 
     files = [data.fetch("jqara/qrels.trec"), data.fetch(f"jqara/runs/{name}.lz4")]
     key = hashlib.sha256(
@@ -294,7 +306,10 @@ def jqara():
     qd = M.read_qrels(data.fetch("jqara/qrels.trec"))
     ms = sorted(set(jqara_metrics()) | set(PUBLISHED))
     cache = {}
-    qrels = lambda: cache.setdefault("q", data.load_jqara_qrels())
+
+    def qrels():
+        return cache.setdefault("q", data.load_jqara_qrels())
+
     dicts = {name: M.read_run(data.fetch(f"jqara/runs/{name}.lz4")) for name in JQARA}
     ranx_scores = {name: ranx_jqara_scores(data, name, ms, qrels) for name in JQARA}
     return dict(
@@ -311,7 +326,8 @@ def jqara():
 @pytest.mark.slow  # reads eight real runs; ranx == published: tests/test_jqara.py
 @pytest.mark.parametrize("name", JQARA)
 def test_jqara_equal_ranx(jqara, name):
-    "irbook == ranx per query for every registered metric on each JQaRA run (qrels/run read as dicts)."
+    """irbook == ranx per query for every registered metric on each JQaRA run (qrels/run
+    read as dicts)."""
     ms = jqara_metrics()
     theirs = {m: jqara["ranx"][name][m] for m in ms}
     assert_equal_to_ranx(
@@ -324,7 +340,8 @@ def test_jqara_equal_ranx(jqara, name):
 
 @pytest.mark.slow
 def test_jqara_ranx_objects_equal_ranx(jqara):
-    "The ranx-object input path (typed lists, hash matching) on a real run with ties: bm25."
+    """The ranx-object input path (typed lists, hash matching) on a real run with ties:
+    bm25."""
     ms = jqara_metrics()
     run = jqara["data"].load_jqara_run("bm25")
     ours = M.evaluate(jqara["qrels"](), run, ms, per_query=True)

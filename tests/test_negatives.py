@@ -1,5 +1,6 @@
-"""irbook.negatives: the three mining methods against brute force on a fake encoder, bad input counted, and a
-real-data cross-check with sentence_transformers.util.mine_hard_negatives."""
+"""irbook.negatives: the three mining methods against brute force on a fake encoder, bad
+input counted, and a real-data cross-check with
+sentence_transformers.util.mine_hard_negatives."""
 
 import numpy as np
 import pytest
@@ -20,7 +21,8 @@ WORDS = "cat dog bird fish tree rock sun moon".split()
 
 
 def bag(texts):
-    "Word counts over a small vocabulary, a constant and a small text-dependent term (no tied scores): a fake embedding."
+    """Word counts over a small vocabulary, a constant and a small text-dependent term
+    (no tied scores): a fake embedding."""
     return np.array(
         [
             [t.lower().split().count(w) for w in WORDS]
@@ -67,7 +69,8 @@ def enc(tmp_path):
 def brute(
     q, positives, method, n=3, depth=12, band=(0.3, 0.8), margin=0.95, allowed=None
 ):
-    "Reference miner: every doc scored by hand, sorted, positives and filtered candidates dropped."
+    """Reference miner: every doc scored by hand, sorted, positives and filtered
+    candidates dropped."""
     E = bag(list(DOCS.values()))
     E /= np.linalg.norm(E, axis=1, keepdims=True)
     v = bag([QUERIES[q]])[0]
@@ -300,9 +303,11 @@ def test_false_negative_counting():
 
 @pytest.mark.slow  # training / encoding: `make test-slow`
 def test_real_data_matches_sentence_transformers():
-    """On the smallest chapter of the book, every method with one and with all positives: ours == sentence-transformers."""
+    """On the smallest chapter of the book, every method with one and with all
+    positives: ours == sentence-transformers."""
     pytest.importorskip("datasets")
     from collections import Counter
+
     from irbook.chunking import chunk_book
     from irbook.data import cache_dir
     from irbook.fastbook import contexts_to_qrels, load_questions

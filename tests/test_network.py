@@ -1,8 +1,9 @@
-"""A stand-in for the network: with no offline copy and an empty cache, every loader the chapters
-call downloads its file from the public URL path, verifies it and loads it.
+"""A stand-in for the network: with no offline copy and an empty cache, every loader the
+chapters call downloads its file from the public URL path, verifies it and loads it.
 
-A local HTTP server on 127.0.0.1 serves the offline copy under each source's URL path; the
-test-only setting IRBOOK_TEST_URL_HOST points irbook.data at it instead of the real host."""
+A local HTTP server on 127.0.0.1 serves the offline copy under each source's URL path;
+the test-only setting IRBOOK_TEST_URL_HOST points irbook.data at it instead of the real
+host."""
 
 import functools
 import http.server
@@ -47,7 +48,8 @@ def _site(root: Path) -> Path:
 
 @pytest.fixture
 def network(tmp_path, monkeypatch):
-    "A fresh machine: no IRBOOK_DATA, an empty cache, downloads allowed, served locally."
+    """A fresh machine: no IRBOOK_DATA, an empty cache, downloads allowed, served
+    locally."""
     site = _site(tmp_path / "site")
     _Quiet.served = []
     handler = functools.partial(_Quiet, directory=str(site))
@@ -74,7 +76,8 @@ def test_every_loader_downloads_verifies_and_loads(network):
         assert set(D.load_jqara_run(name).keys()) == set(qrels.keys()), name
     assert len(D.load_jqara_leaderboard()) == 37
     assert D.load_jsquad()["data"]
-    # each file came over the wire once, from its public path, and sits verified in the cache
+    # each file came over the wire once, from its public path, and sits verified in the
+    # cache
     paths = sorted(urllib.parse.urlsplit(s.url).path for s in D.SOURCES.values())
     assert sorted(_Quiet.served) == paths
     for name, src in D.SOURCES.items():

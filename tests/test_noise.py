@@ -1,6 +1,8 @@
-"""irbook.noise: citation mapping, near-duplicates, RRF, judges and the multi-positive filter."""
+"""irbook.noise: citation mapping, near-duplicates, RRF, judges and the multi-positive
+filter."""
 
-import json, threading
+import json
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
@@ -21,9 +23,18 @@ from irbook.noise import (
 )
 from irbook.synthetic import LLMClient, LLMConfig, LLMReplyError, QAPair
 
-A = "The learning rate sets how big a step gradient descent takes at every update of the weights."
-B = "Overfitting means the model memorises the training set instead of learning patterns that generalise."
-C = "A validation set is held out from training so that we can measure how well the model generalises."
+A = (
+    "The learning rate sets how big a step gradient descent takes at every update of "
+    "the weights."
+)
+B = (
+    "Overfitting means the model memorises the training set instead of learning "
+    "patterns that generalise."
+)
+C = (
+    "A validation set is held out from training so that we can measure how well the "
+    "model generalises."
+)
 CHUNKS = {
     "c01_0000": Chunk("c01_0000", 1, A, None),
     "c01_0001": Chunk("c01_0001", 1, B, None),

@@ -1,7 +1,9 @@
-"""Run every notebook in nbs/ through nbdev's executor: the notebooks' own asserts are the lesson tests.
+"""Run every notebook in nbs/ through nbdev's executor: the notebooks' own asserts are
+the lesson tests.
 
-Cells flagged with a flag from settings.ini's `tst_flags` (e.g. `#| slow`) are skipped unless that flag is
-listed in IRBOOK_TEST_FLAGS (e.g. IRBOOK_TEST_FLAGS=slow make test); `#| eval: false` cells never run."""
+Cells flagged with a flag from settings.ini's `tst_flags` (e.g. `#| slow`) are skipped
+unless that flag is listed in IRBOOK_TEST_FLAGS (e.g. IRBOOK_TEST_FLAGS=slow make test);
+`#| eval: false` cells never run."""
 
 import os
 from pathlib import Path
@@ -12,15 +14,17 @@ from nbdev.test import test_nb as run_notebook  # renamed so pytest does not col
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
-# Chapters that encode, train or score dozens of runs even with their `#| slow` cells skipped.
-# `make test-slow` runs them here; `make book` executes every cell of every chapter anyway.
+# Chapters that encode, train or score dozens of runs even with their `#| slow` cells
+# skipped. `make test-slow` runs them here; `make book` executes every cell of every
+# chapter anyway.
 HEAVY = {
     "14_colbert_search",
     "15_fusion_and_rerank",
     "20_jqara",
     "21_japanese_search",
     "31_label_noise",  # encodes every chunk of the book with MiniLM on a cold cache
-    "32_hard_negatives",  # the same: mines negatives from MiniLM embeddings of every chunk
+    # the same: mines negatives from MiniLM embeddings of every chunk
+    "32_hard_negatives",
     "33_finetuning",
 }
 

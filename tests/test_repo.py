@@ -1,6 +1,8 @@
 """Repository hygiene that protects users and licences."""
 
-import json, subprocess, sys
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -8,7 +10,8 @@ NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
 
 
 def test_notebooks_are_committed_without_outputs():
-    # outputs are produced by the book build; committed outputs could carry fastbook prose (not redistributable)
+    # outputs are produced by the book build; committed outputs could carry fastbook
+    # prose (not redistributable)
     dirty = [
         nb.name
         for nb in NOTEBOOKS
@@ -22,7 +25,8 @@ def test_notebooks_are_committed_without_outputs():
 
 
 def test_nbdev_tags_are_mirrored_for_jupyter_book():
-    # jupyter-book ignores nbdev directives: a hidden cell must be removed and an eval:false cell skipped
+    # jupyter-book ignores nbdev directives: a hidden cell must be removed and an
+    # eval:false cell skipped
     bad = []
     for nb in NOTEBOOKS:
         for i, c in enumerate(json.loads(nb.read_text())["cells"]):
@@ -66,7 +70,8 @@ def _written_lines(path):
 
 
 def test_library_lines_fit_88_columns():
-    # exported code is read on the website and in editors: no line wider than ruff's limit
+    # exported code is read on the website and in editors: no line wider than ruff's
+    # limit
     wide = [
         f"{p.relative_to(ROOT)}:{i}"
         for p in sorted((ROOT / "irbook").rglob("*.py"))

@@ -1,33 +1,36 @@
 """Tests for irbook.search.fulltext and irbook.search.dense on small hand-made corpora.
 
-Expected values come from formulas written out here (BM25 by hand, cosine with NumPy), not from the code under test.
+Expected values come from formulas written out here (BM25 by hand, cosine with NumPy),
+not from the code under test.
 """
 
-import math, sqlite3
+import math
+import sqlite3
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from irbook.search.fulltext import (
-    STOP_WORDS,
-    tokenize,
-    query_terms,
-    fts_match,
-    top_k,
-    chapter_filter,
-    keyword_queries,
-    FTS5Retriever,
-    BM25sRetriever,
-    RankBM25Retriever,
-)
 from irbook.search.dense import (
     MINILM,
-    resolve_model,
-    model_id,
+    DenseRetriever,
     EmbeddingCache,
     Encoder,
-    DenseRetriever,
+    model_id,
+    resolve_model,
+)
+from irbook.search.fulltext import (
+    STOP_WORDS,
+    BM25sRetriever,
+    FTS5Retriever,
+    RankBM25Retriever,
+    chapter_filter,
+    fts_match,
+    keyword_queries,
+    query_terms,
+    tokenize,
+    top_k,
 )
 
 DOCS = {
@@ -69,7 +72,8 @@ NASTY = [
 ]
 
 
-# --- tokenisation and FTS5 escaping ---------------------------------------------------------------
+# --- tokenisation and FTS5 escaping
+# ---------------------------------------------------------------
 
 
 def test_tokenize_splits_like_unicode61_and_drops_stop_words():
@@ -129,7 +133,8 @@ def test_fts_match_is_always_valid_fts5_syntax(text):
         con.execute("SELECT rowid FROM t WHERE t MATCH ?", (raw,)).fetchall()
 
 
-# --- BM25 scores against hand-computed values -------------------------------------------------------
+# --- BM25 scores against hand-computed values
+# -------------------------------------------------------
 
 
 def bm25_lucene(term, doc, docs, k1=1.5, b=0.75):
@@ -161,7 +166,8 @@ def test_bm25s_equals_hand_computed_bm25():
 
 
 def test_rank_bm25_idf_floor():
-    # 4 docs: "pear" in 2 (exactly half) -> Robertson IDF ln(2.5/2.5) = 0; "plum" in 3 -> negative -> epsilon * mean IDF
+    # 4 docs: "pear" in 2 (exactly half) -> Robertson IDF ln(2.5/2.5) = 0; "plum" in 3
+    # -> negative -> epsilon * mean IDF
     docs = {
         "1": "pear plum fig",
         "2": "pear plum kiwi",
@@ -180,7 +186,8 @@ def test_rank_bm25_idf_floor():
 
 
 def test_fts5_bm25_equals_hand_computed():
-    # FTS5 bm25(): k1=1.2, b=0.75, IDF ln((N-n+0.5)/(n+0.5)) floored at 1e-6, lengths count every token
+    # FTS5 bm25(): k1=1.2, b=0.75, IDF ln((N-n+0.5)/(n+0.5)) floored at 1e-6, lengths
+    # count every token
     docs = {
         "a": "cat sat mat",
         "b": "dog dog cat yard run",
@@ -205,7 +212,8 @@ def test_fts5_bm25_equals_hand_computed():
     )
 
 
-# --- shape, filter and bad input --------------------------------------------------------------------
+# --- shape, filter and bad input
+# --------------------------------------------------------------------
 
 ALL = [FTS5Retriever, BM25sRetriever, RankBM25Retriever]
 
@@ -309,7 +317,8 @@ def test_keyword_queries():
     )
 
 
-# --- dense: model resolution, embedding cache, retriever ---------------------------------------------
+# --- dense: model resolution, embedding cache, retriever
+# ---------------------------------------------
 
 
 def bag(texts):

@@ -1,6 +1,12 @@
-"""Checks on the built course website (`make book`, then `make site-check`, which sets IRBOOK_SITE)."""
+"""Checks on the built course website (`make book`, then `make site-check`, which sets
+IRBOOK_SITE)."""
 
-import html, json, os, re, shutil, subprocess
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -38,7 +44,8 @@ def test_chapter_has_executed_outputs_and_api_reference():
 
 
 def test_figures_are_in_the_pages():
-    # every metric chapter draws; a kernel with a non-inline matplotlib backend would silently drop the figures
+    # every metric chapter draws; a kernel with a non-inline matplotlib backend would
+    # silently drop the figures
     for rel in [
         "nbs/02_set_metrics.html",
         "nbs/03_rank_metrics.html",
@@ -92,8 +99,8 @@ def _cell_inputs(page):
 
 
 def test_no_nbdev_directives_or_show_doc_inputs():
-    # `#| export`, `#| hide`, ... are nbdev's instructions, not lesson code; show_doc cells
-    # show their output (the API reference) only
+    # `#| export`, `#| hide`, ... are nbdev's instructions, not lesson code; show_doc
+    # cells show their output (the API reference) only
     bad = []
     for p in _pages():
         for code in _cell_inputs(p.read_text(encoding="utf-8")):
@@ -117,7 +124,8 @@ def test_code_fits_the_page():
 _SCROLL_JS = """<script>window.addEventListener('load', () => {
   const wide = [...document.querySelectorAll('div.highlight pre')]
     .filter(p => p.scrollWidth > p.clientWidth + 1)
-    .map(p => p.textContent.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 60));
+    .map(p => p.textContent.split('\\n')
+      .sort((a, b) => b.length - a.length)[0].slice(0, 60));
   const out = document.createElement('pre');
   out.textContent = 'SCROLLCHECK' + JSON.stringify(wide) + 'END';
   document.body.appendChild(out);
@@ -128,7 +136,8 @@ _SCROLL_JS = """<script>window.addEventListener('load', () => {
     not shutil.which("chromium"), reason="needs chromium (apt-get install chromium)"
 )
 def test_no_code_block_scrolls_sideways_in_chromium(tmp_path):
-    # what a reader sees at the default window width (1280 px): no code needs a scrollbar
+    # what a reader sees at the default window width (1280 px): no code needs a
+    # scrollbar
     wide = {}
     for p in sorted((Path(SITE) / "nbs").glob("*.html")):
         probe = p.with_name(

@@ -1,7 +1,9 @@
-"""Tests for irbook.stats (bootstrap confidence intervals) against independent references.
+"""Tests for irbook.stats (bootstrap confidence intervals) against independent
+references.
 
-References: scipy.stats.bootstrap (percentile method, same seeded resamples), the normal approximation
-for large samples, scipy's paired t-test, and coverage on synthetic data with a known mean.
+References: scipy.stats.bootstrap (percentile method, same seeded resamples), the normal
+approximation for large samples, scipy's paired t-test, and coverage on synthetic data
+with a known mean.
 """
 
 import matplotlib
@@ -11,7 +13,8 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from irbook.plots import plot_bootstrap_diff, plot_forest
@@ -44,7 +47,8 @@ def _scipy_ci(x, B, alpha, seed, **kw):
 
 
 def _metric_like(n, seed):
-    "Per-query scores shaped like an IR metric: a pile at 0, a pile at 1, the rest in between."
+    """Per-query scores shaped like an IR metric: a pile at 0, a pile at 1, the rest in
+    between."""
     rng = np.random.default_rng(seed)
     x = rng.beta(0.7, 0.9, n)
     x[rng.random(n) < 0.2] = 0.0
@@ -52,7 +56,8 @@ def _metric_like(n, seed):
     return x
 
 
-# --- agreement with scipy.stats.bootstrap ------------------------------------------------------------
+# --- agreement with scipy.stats.bootstrap
+# ------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -127,13 +132,15 @@ def test_table_columns_equal_single_cis():
         assert (t.loc[col, "low"], t.loc[col, "high"]) == pytest.approx(
             (one.low, one.high), abs=1e-12
         )
-    # all columns resample the same queries: a column's resampled means shift exactly with the column
+    # all columns resample the same queries: a column's resampled means shift exactly
+    # with the column
     m = resample_means(np.column_stack([table.s0, table.s0 + 0.25]), B=200, seed=1)
     np.testing.assert_allclose(m[:, 1] - m[:, 0], 0.25, atol=1e-12)
     assert rng is not None
 
 
-# --- independent references: normal approximation, t-test ------------------------------------------
+# --- independent references: normal approximation, t-test
+# ------------------------------------------
 
 
 def test_large_B_matches_normal_approximation():
@@ -159,7 +166,8 @@ def test_paired_share_tracks_t_test(shift):
     assert res.low <= (a - b).mean() <= res.high
 
 
-# --- coverage --------------------------------------------------------------------------------------
+# --- coverage
+# --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.2])
@@ -190,7 +198,8 @@ def test_paired_coverage_on_known_difference():
     assert 0.90 <= hits / 300 <= 0.985
 
 
-# --- properties ------------------------------------------------------------------------------------
+# --- properties
+# ------------------------------------------------------------------------------------
 
 
 @settings(max_examples=60, deadline=None)
@@ -243,7 +252,8 @@ def test_series_are_aligned_on_query_ids():
     assert paired_bootstrap(a, shuffled, B=300).mean == pytest.approx((a - b).mean())
 
 
-# --- bad input -------------------------------------------------------------------------------------
+# --- bad input
+# -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -292,7 +302,8 @@ def test_bad_scores():
         bootstrap_table(pd.DataFrame({"a": []}))
 
 
-# --- plots -----------------------------------------------------------------------------------------
+# --- plots
+# --------------------------------------------------------------------------------------
 
 
 def test_plots_draw_what_they_are_given():

@@ -1,18 +1,20 @@
-"""irbook.synthetic against a fake OpenAI-compatible server on 127.0.0.1 (http.server in a thread)."""
+"""irbook.synthetic against a fake OpenAI-compatible server on 127.0.0.1 (http.server in
+a thread)."""
 
-import json, threading, time
+import json
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from irbook.synthetic import (
+    QA_SCHEMA,
     LLMClient,
     LLMConfig,
     LLMError,
     LLMReplyError,
-    QA_SCHEMA,
     QAPair,
-    Summary,
     benchmark_pairs,
     citation_score,
     generate_qa,
@@ -22,8 +24,10 @@ from irbook.synthetic import (
 )
 
 PAGE = (
-    "Gradient descent changes each weight a little in the direction that lowers the loss. "
-    "The size of that step is set by the learning rate, a number we choose before training."
+    "Gradient descent changes each weight a little in the direction that lowers the "
+    "loss. "
+    "The size of that step is set by the learning rate, a number we choose before "
+    "training."
 )
 
 
@@ -50,7 +54,8 @@ def qa_reply(*pairs) -> str:
 
 
 class FakeServer:
-    """Serves a script of replies in order: (status, body_bytes, delay_s, headers). Records every request."""
+    """Serves a script of replies in order: (status, body_bytes, delay_s, headers).
+    Records every request."""
 
     def __init__(self, script):
         self.script, self.requests = list(script), []
@@ -309,7 +314,10 @@ def test_generate_qa_counts_every_failure(client_for):
     with FakeServer(script) as s:
         c = client_for(s, retries=1)
         pairs, summ = generate_qa(pages, c, progress=False)
-    g = lambda e: summ["generate", e]
+
+    def g(e):
+        return summ["generate", e]
+
     assert [p.qid for p in pairs] == ["p1_q0", "p1_q2"] and pairs[1].citations == (
         half[2][0],
     )

@@ -1,12 +1,15 @@
 """Sphinx glue for the irbook site.
 
-- nbdev's `show_doc` output (our API reference) is Markdown that opens with a horizontal rule. Inside a
-  notebook output docutils cannot place a transition and aborts the build, so rules that do not sit
-  directly under a section or the document are dropped before docutils checks them.
-- nbdev directives (`#| export`, `#| hide`, `#| slow`, ...) are instructions to nbdev, not lesson code:
-  they are stripped from every rendered code cell.
-- A cell that only calls `show_doc(...)` shows its output (the API reference) and not its input.
-- static/irbook.css sizes code so that 88 columns fit the article at the default page width.
+- nbdev's `show_doc` output (our API reference) is Markdown that opens with a horizontal
+  rule. Inside a notebook output docutils cannot place a transition and aborts the
+  build, so rules that do not sit directly under a section or the document are dropped
+  before docutils checks them.
+- nbdev directives (`#| export`, `#| hide`, `#| slow`, ...) are instructions to nbdev,
+  not lesson code: they are stripped from every rendered code cell.
+- A cell that only calls `show_doc(...)` shows its output (the API reference), not its
+  input.
+- static/irbook.css sizes code so that 88 columns fit the article at the default page
+  width.
 """
 
 import re
@@ -42,7 +45,8 @@ class DropNestedTransitions(Transform):
 
 
 class CleanCellSources(Transform):
-    "Strip nbdev directives from cell sources; drop inputs that are empty or only show_doc calls."
+    """Strip nbdev directives from cell sources; drop inputs that are empty or only
+    show_doc calls."""
 
     default_priority = 801
 

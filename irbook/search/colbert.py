@@ -8,24 +8,33 @@ __all__ = ['COLBERTV2', 'ANSWERAI_SMALL', 'CHECK_TEXTS', 'new_colbert', 'pseudo_
            'path_stats', 'path_stats_isolated']
 
 # %% ../../nbs/14_colbert_search.ipynb #d4a0efa1
-import hashlib, io, json, os, random, re, shutil, tempfile, warnings
-from contextlib import contextmanager, redirect_stdout, redirect_stderr
-from dataclasses import dataclass, asdict
+import hashlib
+import io
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+import warnings
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import asdict, dataclass
 from pathlib import Path
+
 import numpy as np
 from tqdm.auto import tqdm
+
+from ..chunking import notebook_blocks
 from irbook.data import (
-    cache_dir,
-    load_fastbook_chapter,
     FASTBOOK_CHAPTERS,
-    MARKER,
     build_folder,
+    cache_dir,
     folder_hashes,
     folder_is_complete,
+    load_fastbook_chapter,
 )
-from ..chunking import notebook_blocks
 from .dense import MINILM, resolve_model
-from .fulltext import check_docs, check_queries, allowed_rows, top_k
+from .fulltext import allowed_rows, check_docs, check_queries, top_k
 
 # %% ../../nbs/14_colbert_search.ipynb #f121ba5d
 COLBERTV2 = (
@@ -132,9 +141,12 @@ def train_head(
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(head.parameters(), lr=lr)
-    proj = lambda s: torch.nn.functional.normalize(
-        head({"token_embeddings": s})["token_embeddings"], dim=-1
-    )
+
+    def proj(s):
+        return torch.nn.functional.normalize(
+            head({"token_embeddings": s})["token_embeddings"], dim=-1
+        )
+
     hist = []
     head.train()
     for _ in tqdm(range(steps), desc="training the projection", disable=not progress):
@@ -693,6 +705,7 @@ def peak_memory_mb() -> float:
 def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
     "Index one chapter and search its questions with one ColBERT path: time, memory."
     import time
+
     from irbook.chunking import chunk_book
     from irbook.fastbook import load_questions
 
@@ -730,7 +743,8 @@ def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
 
 def path_stats_isolated(path: str = "pylate", **kwargs) -> dict:
     "`path_stats` in a fresh Python process, so its peak memory is its own."
-    import subprocess, sys
+    import subprocess
+    import sys
 
     code = (
         "import json, sys; from irbook.search.colbert import path_stats; "

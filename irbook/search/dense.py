@@ -4,12 +4,16 @@
 __all__ = ['MINILM', 'BGE_SMALL', 'resolve_model', 'model_id', 'EmbeddingCache', 'Encoder', 'DenseRetriever']
 
 # %% ../../nbs/13_single_vector_search.ipynb #3a315f57
-import hashlib, re, sqlite3
+import hashlib
+import re
+import sqlite3
 from pathlib import Path
+
 import numpy as np
 from tqdm.auto import tqdm
+
 from ..data import cache_dir
-from .fulltext import check_docs, check_queries, allowed_rows, top_k
+from .fulltext import allowed_rows, check_docs, check_queries, top_k
 
 # %% ../../nbs/13_single_vector_search.ipynb #4b14f24c
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

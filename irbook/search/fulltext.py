@@ -5,10 +5,12 @@ __all__ = ['STOP_WORDS', 'tokenize', 'query_terms', 'fts_match', 'check_docs', '
            'FTS5Retriever', 'BM25sRetriever', 'RankBM25Retriever', 'chapter_filter', 'keyword_queries']
 
 # %% ../../nbs/12_full_text_search.ipynb #5bc3b06d
-import re, sqlite3
+import re
+import sqlite3
 from collections.abc import Mapping
-import numpy as np
+
 import bm25s
+import numpy as np
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 from rank_bm25 import BM25Okapi
 

@@ -5,9 +5,15 @@ __all__ = ['RANK_BASED', 'FUSIONS', 'CHUNKINGS', 'ranking', 'fuse', 'rrf', 'spli
            'cached_run', 'part2_runs', 'maxp', 'maxp_runs', 'part2_systems', 'part2_scores']
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #9af40c8f
-import hashlib, json, os, random, tempfile, warnings
+import hashlib
+import json
+import os
+import random
+import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
+
 from ..data import cache_dir
 
 # %% ../../nbs/15_fusion_and_rerank.ipynb #ab54986d
@@ -251,13 +257,13 @@ def part2_runs(
     progress: bool = False,
 ) -> dict:
     "Cached runs of the Part II retrievers on `chunks`, each question in its chapter."
+    from irbook.search.dense import MINILM, DenseRetriever
     from irbook.search.fulltext import (
         BM25sRetriever,
         FTS5Retriever,
         chapter_filter,
         keyword_queries,
     )
-    from irbook.search.dense import DenseRetriever, MINILM
 
     docs, queries = (
         {c: x.text for c, x in chunks.items()},
@@ -439,7 +445,8 @@ def part2_scores(
 ) -> tuple:
     "Per-question Modified MRR@10 / Recall@10 of every Part II system and chunking."
     import pandas as pd
-    from irbook.chunking import chunk_book, ceiling
+
+    from irbook.chunking import ceiling, chunk_book
     from irbook.fastbook import score_run
 
     tune, report = split_questions([q.qid for q in questions], seed)
