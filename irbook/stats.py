@@ -9,7 +9,20 @@ import numpy as np
 import pandas as pd
 
 # %% auto #0
-__all__ = ['resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'PairedBootstrap', 'paired_bootstrap']
+__all__ = ['holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'PairedBootstrap', 'paired_bootstrap']
+
+# %% ../nbs/05_choosing_metrics.ipynb #975ee611
+def holm(p) -> np.ndarray:
+    "Holm's step-down adjusted p-values (family-wise error control), in input order."
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1 or np.isnan(p).any() or ((p < 0) | (p > 1)).any():
+        raise ValueError("p must be a 1-D array of p-values in [0, 1]")
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order]).clip(max=1)
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
 
 # %% ../nbs/05_choosing_metrics.ipynb #a5ac1c14
 def _as_scores(x, name: str = "scores") -> np.ndarray:

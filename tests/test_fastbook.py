@@ -73,8 +73,7 @@ def q_(*contexts, chapter=1, number=1):
     )
 
 
-# ---------------------------------------------------------------- modified metrics, by
-# hand
+# ---- modified metrics, by hand
 
 
 def test_modified_metrics_hand_computed():
@@ -198,8 +197,7 @@ def test_qrels_on_real_chunks_hold_contexts(questions, paras):
             assert any(c in normalize(paras[cid].text) for c in ctxs)
 
 
-# ---------------------------------------------------------------- loading and malformed
-# entries
+# ---- loading and malformed entries
 
 
 def test_load_questions_ids_and_types(questions):
@@ -262,8 +260,7 @@ def test_duplicate_question_rejected(good_entry):
         load_questions({"items": []})
 
 
-# ---------------------------------------------------------------- statistics (README of
-# the benchmark)
+# ---- statistics (README of the benchmark)
 
 
 def test_statistics_equal_published_tables(questions):

@@ -20,6 +20,7 @@ from irbook.data import (
     load_jqara_qrels,
 )
 from irbook.metrics import QueryMismatch
+from irbook.stats import holm
 
 SHARED = Path(
     os.environ.get("IRBOOK_DATA")
@@ -77,8 +78,7 @@ def _toy():
     return q, r
 
 
-# ---------------------------------------------------------------- the leaderboard
-# itself
+# ---- the leaderboard itself
 # reads all 39 runs; chapter 20 makes the same check in every book build
 @pytest.mark.slow
 def test_leaderboard_reproduces_published_values_with_both_engines(qrels):
@@ -113,32 +113,7 @@ def test_leaderboard_published_needs_a_shared_metric(qrels, runs):
         J.leaderboard({"bm25": runs["bm25"]}, qrels, ["ndcg@100"], published=board)
 
 
-# ---------------------------------------------------------------- Holm and family
-# leaders
-def _holm_reference(p):
-    "Holm's procedure written from its definition: step down the sorted p-values."
-    m, order = len(p), sorted(range(len(p)), key=lambda i: p[i])
-    adj, running = [0.0] * m, 0.0
-    for k, i in enumerate(order):
-        running = max(running, min(1.0, (m - k) * p[i]))
-        adj[i] = running
-    return adj
-
-
-def test_holm_equals_its_definition():
-    rng = np.random.default_rng(0)
-    for m in (1, 2, 5, 40):
-        for _ in range(20):
-            p = rng.uniform(0, 0.2, m) ** rng.uniform(0.5, 3)
-            assert np.allclose(J.holm(p), _holm_reference(list(p)), atol=1e-15)
-    assert J.holm([0.01, 0.04, 0.03, 0.005]).tolist() == pytest.approx(
-        [0.03, 0.06, 0.06, 0.02]
-    )
-    for bad in ([0.1, np.nan], [1.2], [[0.1, 0.2]], [-0.1]):
-        with pytest.raises(ValueError, match="p-values"):
-            J.holm(bad)
-
-
+# ---------------------------------------------------------------- family leaders
 def test_versus_best_is_a_paired_t_test_against_the_group_leader(qrels, runs):
     names = ["bm25", "japanese-splade-base-v1", "ruri-small", "ruri-base", "ruri-large"]
     pq = J.per_query({n: runs[n] for n in names}, qrels)
@@ -150,7 +125,7 @@ def test_versus_best_is_a_paired_t_test_against_the_group_leader(qrels, runs):
         assert row["best"] == leader[groups[n]]
         assert row["gap"] == pytest.approx(pq[n].mean() - pq[row["best"]].mean())
         assert row["p"] == pytest.approx(sps.ttest_rel(pq[row["best"]], pq[n]).pvalue)
-    assert np.allclose(vs["p (Holm)"], _holm_reference(list(vs["p"])))
+    assert np.allclose(vs["p (Holm)"], holm(list(vs["p"])))  # holm: tests/test_stats.py
     with pytest.raises(ValueError, match="without per-query scores"):
         J.versus_best(pq.drop(columns="bm25"), groups)
     with pytest.raises(ValueError, match="no group has two runs"):
@@ -222,8 +197,7 @@ def test_significance_matrix_bad_input(qrels, runs):
         J.significance_matrix(q, {"full": r, "short": short})
 
 
-# ---------------------------------------------------------------- query ids that do not
-# match the qrels
+# ---- query ids that do not match the qrels
 @pytest.mark.parametrize("engine", ["irbook", "ranx"])
 def test_query_mismatch_is_reported_with_the_run_name(engine):
     q, r = _toy()
@@ -275,8 +249,7 @@ def test_leaderboard_argument_checks(runs, qrels):
         J.leaderboard([a, b], {"q1": {"a": 1}})
 
 
-# ---------------------------------------------------------------- run names, local
-# runs, loading
+# ---- run names, local runs, loading
 def _partial_mirror(tmp_path, monkeypatch, names):
     """An offline dir holding the qrels and only the runs `names` (symlinks into the
     mirror)."""

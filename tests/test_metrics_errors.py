@@ -224,8 +224,7 @@ def test_not_a_mapping():
     raises("must be a ranx object or a dict", qrels=[("q1", "d1", 1)])
 
 
-# ------------------------------------------------------------------ queries on one side
-# only
+# ---- queries on one side only
 def test_missing_query_raises_like_ranx():
     """Like ranx: differing query sets are an error (ours is both a ValueError and an
     AssertionError)."""

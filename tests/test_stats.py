@@ -23,6 +23,7 @@ from irbook.stats import (
     PairedBootstrap,
     bootstrap_ci,
     bootstrap_table,
+    holm,
     paired_bootstrap,
     resample_means,
 )
@@ -320,3 +321,28 @@ def test_plots_draw_what_they_are_given():
         sum(bar.get_height() for bar in ax.containers[0]) == 200
     )  # the histogram holds every resample
     matplotlib.pyplot.close("all")
+
+
+# ---------------------------------------------------------------- Holm
+def _holm_reference(p):
+    "Holm's procedure written from its definition: step down the sorted p-values."
+    m, order = len(p), sorted(range(len(p)), key=lambda i: p[i])
+    adj, running = [0.0] * m, 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (m - k) * p[i]))
+        adj[i] = running
+    return adj
+
+
+def test_holm_equals_its_definition():
+    rng = np.random.default_rng(0)
+    for m in (1, 2, 5, 40):
+        for _ in range(20):
+            p = rng.uniform(0, 0.2, m) ** rng.uniform(0.5, 3)
+            assert np.allclose(holm(p), _holm_reference(list(p)), atol=1e-15)
+    assert holm([0.01, 0.04, 0.03, 0.005]).tolist() == pytest.approx(
+        [0.03, 0.06, 0.06, 0.02]
+    )
+    for bad in ([0.1, np.nan], [1.2], [[0.1, 0.2]], [-0.1]):
+        with pytest.raises(ValueError, match="p-values"):
+            holm(bad)
