@@ -1,7 +1,7 @@
 """ColBERT on this machine: the same trained offline model through PyLate and through
 RAGatouille (colbert-ai PLAID).
 
-Each path runs in its own fresh process (irbook.search.colbert.path_stats_isolated) on
+Each path runs in its own fresh process (path_stats_isolated, below) on
 one chapter's chunks (3 paragraphs + header) and that chapter's benchmark questions,
 restricted to the chapter, top 10:
   index  = load the saved model and build a searchable index (RAGatouille: convert-check
@@ -17,9 +17,92 @@ Also checks that both paths give the same top 10 up to ties. Needs ragatouille i
 """
 
 import argparse
+import json
 import os
 import platform
+import resource
+import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
+
+from irbook.chunking import chunk_book
+from irbook.core import as_queries
+from irbook.fastbook import load_questions
+from irbook.search.colbert import (
+    ColBERTRetriever,
+    RAGatouilleRetriever,
+    agree_up_to_ties,
+    offline_colbert,
+    to_colbert_ai,
+)
+
+
+def peak_memory_mb() -> float:
+    "This process's peak resident memory in MB (`VmHWM`)."
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
+    "Index one chapter and search its questions with one ColBERT path: time, memory."
+    if path not in ("pylate", "ragatouille"):
+        raise ValueError(f"path must be 'pylate' or 'ragatouille', got {path!r}")
+    chunks = {
+        c: x.text for c, x in chunk_book("group", n=3).items() if x.chapter == chapter
+    }
+    queries = as_queries(q for q in load_questions() if q.chapter == chapter)
+    flt = {q: set(chunks) for q in queries}
+    model_dir = offline_colbert(progress=False)
+    ckpt = to_colbert_ai(model_dir) if path == "ragatouille" else None
+    out = {"path": path, "chunks": len(chunks), "questions": len(queries)}
+    t0 = time.perf_counter()  # index = from the saved model to a searchable index
+    r = (
+        ColBERTRetriever(str(model_dir), progress=False)
+        if path == "pylate"
+        else RAGatouilleRetriever(ckpt)
+    ).index(chunks)
+    out["index_s"] = time.perf_counter() - t0
+    # warm-up: RAGatouille loads its searcher on the first query
+    r.search(dict(list(queries.items())[:1]), k=k, filter=flt)
+    t0 = time.perf_counter()
+    out["run"] = r.search(queries, k=k, filter=flt)
+    out["search_ms"] = 1000 * (time.perf_counter() - t0) / len(queries)
+    if path == "ragatouille":  # the same index, RAGatouille's own (compressed) scores
+        r.exact = False
+        t0 = time.perf_counter()
+        out["run_plaid"] = r.search(queries, k=k, filter=flt)
+        out["search_plaid_ms"] = 1000 * (time.perf_counter() - t0) / len(queries)
+    out["peak_mb"] = peak_memory_mb()
+    return out
+
+
+def path_stats_isolated(path: str = "pylate", chapter: int = 8) -> dict:
+    "`path_stats` in a fresh process (this script, --one): its peak memory is its own."
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "stats.json"
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one",
+            path,
+            "--chapter",
+            str(chapter),
+            "--json",
+            str(out),
+        ]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode:
+            raise RuntimeError(
+                f"path_stats({path!r}) failed in its process:\n{p.stderr[-3000:]}"
+            )
+        return json.loads(out.read_text())
 
 
 def main(argv=None):
@@ -29,15 +112,14 @@ def main(argv=None):
     ap.add_argument(
         "--chapter", type=int, default=8, help="fastbook chapter (8 is the smallest)"
     )
-    a = ap.parse_args(argv)
-
-    from irbook.search.colbert import (
-        agree_up_to_ties,
-        offline_colbert,
-        path_stats_isolated,
-        to_colbert_ai,
+    ap.add_argument(
+        "--one", choices=("pylate", "ragatouille"), help="measure one path here"
     )
-
+    ap.add_argument("--json", help="with --one: write the measurement to this file")
+    a = ap.parse_args(argv)
+    if a.one:
+        Path(a.json).write_text(json.dumps(path_stats(a.one, chapter=a.chapter)))
+        return 0
     to_colbert_ai(
         offline_colbert(progress=False)
     )  # build/check once, outside the timed runs

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .core import check_k
 from .data import FASTBOOK_CHAPTERS, load_fastbook_chapter
-from .fastbook import _as_question, _check_k, matching_chunks
+from .fastbook import as_question, matching_chunks
 
 # %% auto #0
 __all__ = ['DROP_SECTIONS', 'STRATEGIES', 'Block', 'render_code', 'notebook_blocks', 'Chunk', 'paragraph_chunks', 'group_chunks',
@@ -139,9 +140,8 @@ def group_chunks(
     drop=DROP_SECTIONS,
 ) -> list[Chunk]:
     "Chunks of up to `n` consecutive blocks that share a header (never crossing one)."
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
     sections, out = [], []
+    check_k(n, name="n")
     for b in notebook_blocks(nb, code, outputs, drop):
         if b.kind == "header" or not sections:
             sections.append([])
@@ -187,8 +187,7 @@ def token_chunks(
     drop=DROP_SECTIONS,
 ) -> list[Chunk]:
     "Chunks of at most `size` whitespace tokens, cutting only over-long blocks."
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"size must be a positive int, got {size!r}")
+    check_k(size, name="size")
     out, cur, cur_n = [], [], 0
 
     def flush():
@@ -277,9 +276,9 @@ def _cover(sets: list[set], k: int):
 
 def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
     "Per question, the best Modified MRR@k / Recall@k any ranking of `chunks` reaches."
-    _check_k(k)
+    check_k(k)
     rows = []
-    for q in map(_as_question, questions):
+    for q in map(as_question, questions):
         sets = matching_chunks(q, chunks)
         m, ids = _cover(sets, k)
         covered = sum(any(c in s for c in ids) for s in sets)
@@ -299,7 +298,7 @@ def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
 def oracle_run(chunks: dict, questions: list, k: int = 10) -> dict:
     "A run that reaches the ceiling: per question, the fewest covering chunks first."
     run = {}
-    for q in map(_as_question, questions):
+    for q in map(as_question, questions):
         _, ids = _cover(matching_chunks(q, chunks), k)
         run[q.qid] = {cid: float(len(ids) - r) for r, cid in enumerate(ids)}
     return run

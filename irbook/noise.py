@@ -10,20 +10,17 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .fastbook import matching_chunks, normalize, ranked_ids
+from .core import Summary, as_docs, ranking, text_of
+from .fastbook import matching_chunks, normalize
+from .search.dense import DenseRetriever, Encoder
+from .search.fulltext import STOP_WORDS, BM25sRetriever, tokenize
 from .search.fusion import rrf  # the book's one RRF (ranx.fuse), see chapter 15
-from irbook.synthetic import (
-    LLMClient,
-    LLMError,
-    LLMReplyError,
-    Summary,
-    _flat,
-)
+from .synthetic import LLMClient, LLMError, LLMReplyError, flat_text
 
 # %% auto #0
 __all__ = ['JUDGE_LABELS', 'JUDGE_SCHEMA', 'JUDGE_PROMPT', 'map_citation', 'map_pairs', 'embed', 'near_duplicates',
-           'drop_near_duplicates', 'hybrid_search', 'LLMJudge', 'ContainmentJudge', 'multi_positive_filter',
-           'positive_counts', 'multi_positive_table']
+           'near_duplicate_ids', 'drop_near_duplicates', 'hybrid_search', 'LLMJudge', 'ContainmentJudge',
+           'multi_positive_filter', 'positive_counts', 'multi_positive_table']
 
 # %% ../nbs/31_label_noise.ipynb #4a804da7
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9`*\[(])")
@@ -39,11 +36,11 @@ def map_citation(
     "The chunks (of `chapter`) holding `citation`: {chunk_id: score 0-100}."
     from rapidfuzz import fuzz
 
-    c = _flat(citation)
+    c = flat_text(citation)
     if not c:
         return {}
     cands = {
-        cid: _flat(getattr(ch, "text", ch))
+        cid: flat_text(text_of(ch))
         for cid, ch in chunks.items()
         if chapter is None or getattr(ch, "chapter", chapter) == chapter
     }
@@ -126,8 +123,6 @@ def map_pairs(
 def embed(texts: list, encoder=None) -> np.ndarray:
     "L2-normalised MiniLM embeddings of `texts` (irbook.search.dense's cached encoder)."
     if encoder is None:
-        from irbook.search.dense import Encoder
-
         encoder = Encoder(progress=False)
     return encoder.encode(list(texts))
 
@@ -151,6 +146,30 @@ def near_duplicates(
     ).sort_values("cosine", ascending=False, ignore_index=True)
 
 
+def near_duplicate_ids(
+    emb: np.ndarray,
+    ids: list,
+    threshold: float = 0.97,
+    summary: Summary | None = None,
+    stage: str = "dedup",
+    what: str = "question",
+) -> set:
+    "Ids of both members of every near-duplicate pair, counted in `summary`."
+    summary = summary if summary is not None else Summary()
+    dups = near_duplicates(emb, ids, threshold)
+    gone = set(dups.a) | set(dups.b)
+    first = dups.a.iloc[0] if len(dups) else None
+    pairs = f"near-duplicate {what} pairs (cosine >= {threshold})"
+    summary.add(stage, pairs, len(dups), first)
+    summary.add(
+        stage,
+        f"{what}s removed (both of each pair)",
+        len(gone),
+        min(gone, default=None),
+    )
+    return gone
+
+
 def drop_near_duplicates(
     pairs: list,
     emb: np.ndarray,
@@ -159,20 +178,7 @@ def drop_near_duplicates(
 ) -> tuple[list, Summary]:
     "Both members of every near-duplicate pair of questions removed and counted."
     summary = summary or Summary()
-    dups = near_duplicates(emb, [p.qid for p in pairs], threshold)
-    gone = set(dups.a) | set(dups.b)
-    summary.add(
-        "dedup",
-        f"near-duplicate question pairs (cosine >= {threshold})",
-        len(dups),
-        dups.a.iloc[0] if len(dups) else None,
-    )
-    summary.add(
-        "dedup",
-        "questions removed (both of each pair)",
-        len(gone),
-        min(gone) if gone else None,
-    )
+    gone = near_duplicate_ids(emb, [p.qid for p in pairs], threshold, summary)
     return [p for p in pairs if p.qid not in gone], summary
 
 # %% ../nbs/31_label_noise.ipynb #754b74c5
@@ -180,10 +186,7 @@ def hybrid_search(
     queries: dict, chunks: dict, k: int = 5, depth: int = 50, filter: dict | None = None
 ) -> dict:
     "Top-`k` chunks per query by RRF of BM25 and dense MiniLM runs of depth `depth`."
-    from irbook.search.dense import DenseRetriever
-    from irbook.search.fulltext import BM25sRetriever
-
-    docs = {cid: getattr(c, "text", c) for cid, c in chunks.items()}
+    docs = as_docs(chunks)
     runs = [
         r.index(docs).search(queries, k=depth, filter=filter)
         for r in (BM25sRetriever(), DenseRetriever())
@@ -247,8 +250,6 @@ class ContainmentJudge:
 
     @staticmethod
     def _words(text: str) -> set:
-        from irbook.search.fulltext import STOP_WORDS, tokenize
-
         return set(tokenize(normalize(text), STOP_WORDS, stem=True))
 
     def coverage(self, pair, text: str) -> float:
@@ -291,7 +292,7 @@ def multi_positive_filter(
         summary.add(stage, e, 0)
     rows = []
     for p in tqdm(pairs, desc=f"judging ({judge.name})", disable=not progress):
-        retrieved = ranked_ids(run.get(p.qid, {}))[:L]
+        retrieved = ranking(run.get(p.qid, {}))[:L]
         known = set(positives.get(p.qid, ()))
         cands = [c for c in retrieved if c not in known]
         labels, judged = Counter(), {}
@@ -351,22 +352,25 @@ def positive_counts(questions: list, chunks: dict) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("qid")
 
 
+def _positive_row(pc: pd.DataFrame, n_chunks: int) -> dict:
+    "How many questions of a `positive_counts` table have 0, 1, more positives."
+    n = pc.n_pos
+    return {
+        "chunks": n_chunks,
+        "no positive": int((n == 0).sum()),
+        "one positive": int((n == 1).sum()),
+        "> 1 positive": int((n > 1).sum()),
+        "share > 1": (n > 1).mean(),
+        "components in different chunks": int(pc.spread.sum()),
+        "a context in several chunks": int(pc.repeated.sum()),
+        "mean positives": n.mean(),
+    }
+
+
 def multi_positive_table(questions: list, chunkings: dict) -> pd.DataFrame:
     "For each named chunking: questions with 0, 1 and more positive chunks."
-    out = []
-    for name, ch in chunkings.items():
-        pc = positive_counts(questions, ch)
-        out.append(
-            {
-                "chunking": name,
-                "chunks": len(ch),
-                "no positive": int((pc.n_pos == 0).sum()),
-                "one positive": int((pc.n_pos == 1).sum()),
-                "> 1 positive": int((pc.n_pos > 1).sum()),
-                "share > 1": (pc.n_pos > 1).mean(),
-                "components in different chunks": int(pc.spread.sum()),
-                "a context in several chunks": int(pc.repeated.sum()),
-                "mean positives": pc.n_pos.mean(),
-            }
-        )
-    return pd.DataFrame(out).set_index("chunking")
+    rows = {
+        name: _positive_row(positive_counts(questions, ch), len(ch))
+        for name, ch in chunkings.items()
+    }
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("chunking")

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .metrics.runs import evaluate, parse_metric
+
 # %% auto #0
-__all__ = ['holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'PairedBootstrap', 'paired_bootstrap']
+__all__ = ['holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'plot_forest', 'PairedBootstrap',
+           'paired_bootstrap', 'plot_bootstrap_diff', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx']
 
 # %% ../nbs/05_choosing_metrics.ipynb #975ee611
 def holm(p) -> np.ndarray:
@@ -117,6 +121,28 @@ def bootstrap_table(
         {"mean": a.mean(axis=0), "low": low, "high": high}, index=table.columns
     )
 
+# %% ../nbs/05_choosing_metrics.ipynb #525f40cb
+def plot_forest(cis, ax=None, title: str | None = None, sort: bool = True):
+    "Forest plot of a `bootstrap_table` result: mean as a dot, interval as a bar."
+    d = cis.sort_values("mean") if sort else cis.iloc[::-1]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.35 * len(d) + 1))
+    y = np.arange(len(d))
+    ax.errorbar(
+        d["mean"],
+        y,
+        xerr=[d["mean"] - d["low"], d["high"] - d["mean"]],
+        fmt="o",
+        color="tab:blue",
+        ecolor="tab:gray",
+        capsize=3,
+    )
+    ax.set_yticks(y, d.index)
+    ax.grid(axis="x", alpha=0.3)
+    if title:
+        ax.set_title(title)
+    return ax
+
 # %% ../nbs/05_choosing_metrics.ipynb #87c87554
 @dataclass(frozen=True)
 class PairedBootstrap:
@@ -163,3 +189,88 @@ def paired_bootstrap(
     return PairedBootstrap(
         float(d.mean()), float(low), float(high), float(p), alpha, int(B), m
     )
+
+# %% ../nbs/05_choosing_metrics.ipynb #d3189e01
+def plot_bootstrap_diff(res, ax=None, names: tuple = ("a", "b"), bins: int = 50):
+    "Histogram of a `paired_bootstrap` result's differences, interval and zero marked."
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 3))
+    ax.hist(res.samples, bins=bins, color="tab:blue", alpha=0.7)
+    ax.axvspan(
+        res.low,
+        res.high,
+        color="tab:orange",
+        alpha=0.2,
+        zorder=0,
+        label=f"{1 - res.alpha:.0%} interval",
+    )
+    ax.axvline(res.mean, color="tab:orange", label=f"observed {res.mean:+.4f}")
+    ax.axvline(0, color="black", ls="--", lw=1, label="no difference")
+    ax.set(
+        xlabel=f"mean difference {names[0]} - {names[1]}",
+        ylabel="resamples",
+        title=f"{res.B} bootstrap resamples, p = {res.p:.3g}",
+    )
+    ax.legend(fontsize=8)
+    return ax
+
+# %% ../nbs/05_choosing_metrics.ipynb #f5e02a8b
+def ranx_per_query(qrels, run, metrics, make_comparable: bool = False) -> dict:
+    "ranx's per-query scores `{metric: array}` (dicts become ranx objects first)."
+    import ranx  # imported on use: ranx's numba start-up is slow
+
+    Q = qrels if isinstance(qrels, ranx.Qrels) else ranx.Qrels(qrels)
+    R = run if isinstance(run, ranx.Run) else ranx.Run(run)
+    ms = list(metrics) + (["hits@1"] if len(metrics) == 1 else [])  # needs 2+ names
+    out = ranx.evaluate(
+        Q,
+        R,
+        ms,
+        return_mean=False,
+        make_comparable=make_comparable,
+        save_results_in_run=False,
+    )
+    return {m: np.asarray(out[m], np.float64) for m in metrics}
+
+
+def departs_from_ranx(metric: str, qrels) -> bool:
+    "Where irbook follows trec_eval, not ranx: bpref lacking relevant/judged-0 docs."
+    name, _, lvl = parse_metric(metric)
+    if name != "bpref":
+        return False
+    d = qrels.to_dict() if hasattr(qrels, "to_dict") else qrels
+    for docs in d.values():
+        labels = np.fromiter(docs.values(), float, len(docs))
+        if not (labels >= lvl).any() or (labels >= lvl).all():
+            return True
+    return False
+
+
+def vs_ranx(
+    qrels,
+    run,
+    metrics,
+    atol: float = 1e-9,
+    make_comparable: bool = False,
+    ranx_scores: dict | None = None,
+) -> pd.DataFrame:
+    "Per-query scores of irbook and ranx side by side; AssertionError if they differ."
+    metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    ours = evaluate(
+        qrels, run, metrics, per_query=True, make_comparable=make_comparable
+    )
+    if ranx_scores is None:  # after ours: ranx's make_comparable modifies its run
+        ranx_scores = ranx_per_query(qrels, run, metrics, make_comparable)
+    theirs = pd.DataFrame({m: ranx_scores[m] for m in metrics}, index=ours.index)
+    for m in metrics:
+        if departs_from_ranx(m, qrels):
+            continue
+        o, t = ours[m].to_numpy(), theirs[m].to_numpy()
+        bad = ~np.isclose(o, t, atol=atol, rtol=0, equal_nan=True)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise AssertionError(
+                f"irbook and ranx disagree on {m} for query {ours.index[i]!r}: "
+                f"{o[i]} vs {t[i]} ({int(bad.sum())} queries differ)"
+            )
+    return pd.concat({"irbook": ours, "ranx": theirs}, axis=1)

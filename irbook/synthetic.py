@@ -10,7 +10,6 @@ import json
 import os
 import re
 import socket
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -19,16 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
-import pandas as pd
 from tqdm.auto import tqdm
 
+from .chunking import chunk_book
+from .core import Summary, write_json
 from .data import cache_dir
 from .fastbook import normalize
 
 # %% auto #0
 __all__ = ['ENV_LLM_URL', 'ENV_LLM_MODEL', 'ENV_LLM_KEY', 'QA_SCHEMA', 'QA_PROMPT', 'LLMConfig', 'llm_config', 'LLMError',
-           'LLMReplyError', 'parse_json_reply', 'LLMClient', 'book_pages', 'snippet', 'qa_prompt', 'citation_score',
-           'QAPair', 'Summary', 'generate_qa', 'benchmark_pairs']
+           'LLMReplyError', 'parse_json_reply', 'LLMClient', 'book_pages', 'snippet', 'qa_prompt', 'flat_text',
+           'citation_score', 'QAPair', 'generate_qa', 'benchmark_pairs']
 
 # %% ../nbs/30_synthetic_qa.ipynb #d0149e76
 ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY = (
@@ -156,15 +156,7 @@ class LLMClient:
 
     def _store(self, prompt: str, system: str, reply: str):
         p = self._path(self.key(prompt, system))
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"model": self.config.model, "reply": reply}, f)
-            os.replace(tmp, p)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_json(p, {"model": self.config.model, "reply": reply})
 
     def _wait(self, attempt: int, retry_after: str | None) -> float:
         try:
@@ -246,8 +238,6 @@ class LLMClient:
 # %% ../nbs/30_synthetic_qa.ipynb #32aa6dcd
 def book_pages(size: int = 500, chapters: list[int] | None = None) -> dict:
     "The chapters cut into 'pages' of about `size` words: {page_id: Chunk}."
-    from irbook.chunking import chunk_book
-
     return chunk_book("tokens", chapters=chapters, size=size)
 
 
@@ -316,7 +306,8 @@ def qa_prompt(page_text: str, n: int = 3) -> str:
 
 # %% ../nbs/30_synthetic_qa.ipynb #953014f9
 @functools.lru_cache(maxsize=65536)
-def _flat(text: str) -> str:
+def flat_text(text: str) -> str:
+    "`normalize`d text with every run of white space collapsed to one space."
     return " ".join(normalize(text).split())
 
 
@@ -324,7 +315,7 @@ def citation_score(citation: str, text: str) -> float:
     "How well `citation` occurs in `text`, 0-100 (100 if verbatim)."
     from rapidfuzz import fuzz
 
-    c, t = _flat(citation), _flat(text)
+    c, t = flat_text(citation), flat_text(text)
     if not c:
         return 0.0
     return 100.0 if c in t else float(fuzz.partial_ratio(c, t))
@@ -343,37 +334,6 @@ class QAPair:
     source: str = "llm"
 
 
-class Summary:
-    "Counts of what each pipeline stage kept, rejected or could not do."
-
-    def __init__(self):
-        self.counts, self.examples = Counter(), {}
-
-    def add(self, stage: str, event: str, n: int = 1, example=None):
-        "Count `n` occurrences of `event` at `stage`, remembering the first example."
-        self.counts[(stage, event)] += n
-        if example is not None and n:
-            self.examples.setdefault((stage, event), example)
-        return self
-
-    def __getitem__(self, key) -> int:
-        return self.counts.get(key, 0)
-
-    def frame(self) -> pd.DataFrame:
-        "The counts as a table: stage, event, count, example."
-        rows = [
-            (s, e, n, self.examples.get((s, e), ""))
-            for (s, e), n in self.counts.items()
-        ]
-        return pd.DataFrame(rows, columns=["stage", "event", "count", "example"])
-
-    def _repr_html_(self):
-        return self.frame()._repr_html_()
-
-    def __repr__(self):
-        return self.frame().to_string(index=False)
-
-
 def generate_qa(
     pages: dict,
     client: LLMClient,
@@ -383,19 +343,22 @@ def generate_qa(
     progress: bool = True,
 ) -> tuple[list, Summary]:
     "Ask `client` for QA pairs per page; keep pairs with a citation found on the page."
-    summary = summary or Summary()
-    for e in (
-        "pages",
-        "empty page (not sent)",
-        "reply not the JSON asked for",
-        "endpoint failed after retries",
-        "page with no pairs",
-        "pairs returned",
-        "citation not in page (rejected)",
-        "pair with no citation in page (dropped)",
-        "pairs kept",
-    ):
-        summary.add("generate", e, 0)  # every event shows, even when it never happened
+    summary = (
+        summary or Summary()
+    ).expect(  # every event shows, even if it never happens
+        "generate",
+        (
+            "pages",
+            "empty page (not sent)",
+            "reply not the JSON asked for",
+            "endpoint failed after retries",
+            "page with no pairs",
+            "pairs returned",
+            "citation not in page (rejected)",
+            "pair with no citation in page (dropped)",
+            "pairs kept",
+        ),
+    )
     pairs = []
     for pid, page in tqdm(pages.items(), desc="generating", disable=not progress):
         text, chapter = getattr(page, "text", page), getattr(page, "chapter", None)
@@ -448,14 +411,15 @@ def benchmark_pairs(
     questions: list, summary: Summary | None = None
 ) -> tuple[list, Summary]:
     "fastbook-benchmark questions as QAPairs (source 'benchmark')."
-    summary = summary or Summary()
-    for e in (
-        "questions",
-        "question without any cited context (dropped)",
-        "question with an uncited answer component (kept)",
-        "pairs kept",
-    ):
-        summary.add("benchmark", e, 0)
+    summary = (summary or Summary()).expect(
+        "benchmark",
+        (
+            "questions",
+            "question without any cited context (dropped)",
+            "question with an uncited answer component (kept)",
+            "pairs kept",
+        ),
+    )
     pairs = []
     for q in questions:
         cites = tuple(dict.fromkeys(c for comp in q.components for c in comp.contexts))

@@ -23,13 +23,13 @@ from irbook.search.colbert import (
     check_colbert_ai,
     colbert_ai_complete,
     colbert_ai_metadata,
+    colbert_training_log,
     is_complete,
     maxsim,
     new_colbert,
     offline_colbert,
     pseudo_queries,
     to_colbert_ai,
-    training_log,
 )
 
 TINY = ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3)
@@ -113,7 +113,7 @@ def test_offline_colbert_rebuilds_corrupt_folder_then_reuses(tmp_path):
     with pytest.warns(UserWarning, match="rebuilding"):
         out = offline_colbert(TINY, root=f, progress=False)
     assert out == f and is_complete(f, TINY)
-    assert len(training_log(f)["losses"]) == TINY.steps
+    assert len(colbert_training_log(f)["losses"]) == TINY.steps
     stamp = (f / MARKER).stat().st_mtime_ns
     with warnings.catch_warnings():
         warnings.simplefilter("error")

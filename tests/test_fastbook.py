@@ -25,6 +25,7 @@ from irbook.chunking import (
     render_code,
     token_chunks,
 )
+from irbook.core import ranking
 from irbook.data import FASTBOOK_CHAPTERS, load_benchmark, load_fastbook_chapter
 from irbook.fastbook import (
     benchmark_stats,
@@ -36,7 +37,6 @@ from irbook.fastbook import (
     modified_recall,
     normalize,
     parse_question,
-    ranked_ids,
     score_run,
 )
 
@@ -162,7 +162,7 @@ def test_score_run_ranks_by_score_and_breaks_ties_by_id():
     # a and b tie at 1.0: tie broken by id, so "a" is first and gold is at rank 2
     df = score_run({"1_1": {"b": 1.0, "a": 1.0, "c": 0.5}}, chunks, [q])
     assert df.loc["1_1", "mrr"] == 0.5 and df.loc["1_1", "recall"] == 1.0
-    assert ranked_ids({"b": 1.0, "a": 1.0, "c": 3.0}) == ["c", "a", "b"]
+    assert ranking({"b": 1.0, "a": 1.0, "c": 3.0}) == ["c", "a", "b"]
     assert (
         score_run({}, chunks, [q]).loc["1_1", "mrr"] == 0.0
     )  # absent question scores 0

@@ -16,15 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irbook.chunking import Chunk
+from irbook.core import ranking
+from irbook.part2 import cached_run
 from irbook.search.fulltext import BM25sRetriever
 from irbook.search.fusion import (
-    cached_run,
     fuse,
     maxp,
-    ranking,
     rerank,
     rrf,
-    split_questions,
+    split_tune_report,
     tune_fusion,
 )
 
@@ -153,23 +153,23 @@ def _toy(seed, n=30):
 
 def test_split_questions():
     ids = [f"{c}_{i}" for c in range(1, 5) for i in range(1, 12)]
-    tune, report = split_questions(ids, seed=3)
+    tune, report = split_tune_report(ids, seed=3)
     assert (
         set(tune).isdisjoint(report)
         and set(tune) | set(report) == set(ids)
         and abs(len(tune) - len(report)) <= 1
     )
-    assert split_questions(list(reversed(ids)), seed=3) == (tune, report)
-    assert split_questions(ids, seed=4) != (tune, report)
+    assert split_tune_report(list(reversed(ids)), seed=3) == (tune, report)
+    assert split_tune_report(ids, seed=4) != (tune, report)
     with pytest.raises(ValueError):
-        split_questions(ids, frac=1.0)
+        split_tune_report(ids, frac=1.0)
 
 
 @settings(max_examples=5, deadline=None)
 @given(st.integers(0, 10_000))
 def test_tuned_weights_never_see_the_reported_half(seed):
     qids, runs, qrels = _toy(seed)
-    tune, report = split_questions(qids, seed=seed)
+    tune, report = split_tune_report(qids, seed=seed)
     w = tune_fusion(runs, qrels, tune, method="wsum")
     # scramble everything on the reported half: runs and qrels
     rng = random.Random(seed + 1)
@@ -292,7 +292,7 @@ def test_cached_run(tmp_path):
 def test_cached_run_is_recomputed_when_the_retriever_code_changes(
     tmp_path, monkeypatch
 ):
-    import irbook.search.fusion as F
+    import irbook.part2 as F
 
     calls = []
 
@@ -304,7 +304,7 @@ def test_cached_run_is_recomputed_when_the_retriever_code_changes(
         F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 1.0}}
         and len(calls) == 1
     )
-    monkeypatch.setattr(F, "_code_fingerprint", lambda: "other code")
+    monkeypatch.setattr(F, "code_fingerprint", lambda: "other code")
     assert (
         F.cached_run("x", make, 10, root=tmp_path) == {"q": {"a": 2.0}}
         and len(calls) == 2

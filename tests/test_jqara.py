@@ -13,13 +13,13 @@ import pytest
 from scipy import stats as sps
 
 from irbook import jqara as J
+from irbook.core import QueryMismatch
 from irbook.data import (
     JQARA_RUNS,
     DataNotFound,
     load_jqara_leaderboard,
     load_jqara_qrels,
 )
-from irbook.metrics import QueryMismatch
 from irbook.stats import holm
 
 SHARED = Path(

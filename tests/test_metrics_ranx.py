@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import irbook.metrics as M
+from irbook.stats import ranx_per_query, vs_ranx
 
 ranx = pytest.importorskip("ranx")
 Qrels, Run = ranx.Qrels, ranx.Run
@@ -59,44 +60,6 @@ def metric_names():
                 f"{name}@5-l3",
             ]
     return out
-
-
-def ranx_per_query(qrels, run, metrics, **kw):
-    """ranx's per-query scores as {metric: array} (ranx's return_mean=False fails for a
-    single metric, so pad the list)."""
-    ms = list(metrics) + (["hits@1"] if len(metrics) == 1 else [])
-    out = ranx.evaluate(
-        qrels, run, ms, return_mean=False, save_results_in_run=False, **kw
-    )
-    return {m: np.asarray(out[m]) for m in metrics}
-
-
-def ranx_unreliable(metric, qrels):
-    """Where irbook departs from ranx on purpose (documented in nbs/03_rank_metrics):
-    bpref when a query has no relevant (R=0: ranx's numba loop dies and zeroes later
-    queries) or no judged non-relevant doc (N=0: ranx gives nan); irbook follows
-    trec_eval there. Such (metric, qrels) pairs are not compared."""
-    name, _, lvl = M.parse_metric(metric)
-    if name != "bpref":
-        return False
-    for docs in qrels.values():
-        labels = np.fromiter(docs.values(), float, len(docs))
-        if not (labels >= lvl).any() or (labels >= lvl).all():
-            return True
-    return False
-
-
-def assert_equal_to_ranx(ours, theirs, ctx, qrels=None):
-    for m, v in theirs.items():
-        if qrels is not None and ranx_unreliable(m, qrels):
-            continue
-        o = ours[m].to_numpy()
-        assert o.shape == v.shape, (m, ctx)
-        bad = ~np.isclose(o, v, atol=ATOL, rtol=0, equal_nan=True)
-        assert not bad.any(), (
-            f"{m}: irbook {o[bad]} != ranx {v[bad]} (queries {np.flatnonzero(bad)}) "
-            f"for {ctx}"
-        )
 
 
 # ---------------------------------------------------------------- strategies
@@ -165,10 +128,8 @@ def some_metrics(draw, n=12):
 def test_dicts_equal_ranx(data, ms):
     "Plain dicts in irbook == ranx's Qrels/Run for every registered metric."
     qd, rd = data
-    ours = M.evaluate(qd, rd, ms, per_query=True)
-    theirs = ranx_per_query(Qrels(qd), Run(rd), ms)
-    assert list(ours.index) == sorted(qd)
-    assert_equal_to_ranx(ours, theirs, (qd, rd), qd)
+    both = vs_ranx(qd, rd, ms, atol=ATOL)  # irbook on the dicts, ranx on Qrels/Run
+    assert list(both.index) == sorted(qd)
 
 
 @settings(max_examples=N_OBJ, **HSET)
@@ -183,11 +144,9 @@ def test_make_comparable_equal_ranx(data, ms, kind):
     qd, rd = data
     qrels_in = Qrels(qd) if kind in ("objects", "qrels object") else qd
     run_in = Run(rd) if kind in ("objects", "run object") else rd
-    ours = M.evaluate(qrels_in, run_in, ms, per_query=True, make_comparable=True)
-    theirs = ranx_per_query(
-        Qrels(qd), Run(rd), ms, make_comparable=True
-    )  # fresh objects: ranx mutates the run
-    assert_equal_to_ranx(ours, theirs, (qd, rd, kind), qd)
+    # ranx on fresh objects (its make_comparable modifies the run), irbook on the inputs
+    theirs = ranx_per_query(Qrels(qd), Run(rd), ms, make_comparable=True)
+    vs_ranx(qrels_in, run_in, ms, ATOL, make_comparable=True, ranx_scores=theirs)
     if kind in ("objects", "run object"):
         assert len(run_in) == len(rd), "irbook must not modify the run it is given"
 
@@ -330,12 +289,7 @@ def test_jqara_equal_ranx(jqara, name):
     read as dicts)."""
     ms = jqara_metrics()
     theirs = {m: jqara["ranx"][name][m] for m in ms}
-    assert_equal_to_ranx(
-        M.evaluate(jqara["qd"], jqara["dicts"][name], ms, per_query=True),
-        theirs,
-        (name, "dicts"),
-        jqara["qd"],
-    )
+    vs_ranx(jqara["qd"], jqara["dicts"][name], ms, ATOL, ranx_scores=theirs)
 
 
 @pytest.mark.slow
@@ -344,13 +298,8 @@ def test_jqara_ranx_objects_equal_ranx(jqara):
     bm25."""
     ms = jqara_metrics()
     run = jqara["data"].load_jqara_run("bm25")
-    ours = M.evaluate(jqara["qrels"](), run, ms, per_query=True)
-    assert_equal_to_ranx(
-        ours,
-        {m: jqara["ranx"]["bm25"][m] for m in ms},
-        ("bm25", "ranx objects"),
-        jqara["qd"],
-    )
+    theirs = {m: jqara["ranx"]["bm25"][m] for m in ms}
+    vs_ranx(jqara["qrels"](), run, ms, ATOL, ranx_scores=theirs)
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from irbook.negatives import (
-    METHODS,
+    MINING_METHODS,
     false_negative_table,
     false_negatives,
     first_positive,
@@ -93,7 +93,7 @@ def brute(
     return cands[:n]
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", MINING_METHODS)
 @pytest.mark.parametrize("depth", [3, 5, 12])
 def test_methods_match_brute_force(enc, method, depth):
     neg, s = mine_negatives(
@@ -322,7 +322,7 @@ def test_real_data_matches_sentence_transformers():
     enc = Encoder(progress=False)
     model = enc.model()
     for pos in (first_positive(qs, chunks), gold):
-        for method in METHODS:
+        for method in MINING_METHODS:
             ours = mine_negatives(
                 queries,
                 pos,

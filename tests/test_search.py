@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from irbook.core import top_k
 from irbook.search.dense import (
     MINILM,
     DenseRetriever,
@@ -30,7 +31,6 @@ from irbook.search.fulltext import (
     keyword_queries,
     query_terms,
     tokenize,
-    top_k,
 )
 
 DOCS = {

@@ -17,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from irbook.plots import plot_bootstrap_diff, plot_forest
 from irbook.stats import (
     BootstrapCI,
     PairedBootstrap,
@@ -25,6 +24,8 @@ from irbook.stats import (
     bootstrap_table,
     holm,
     paired_bootstrap,
+    plot_bootstrap_diff,
+    plot_forest,
     resample_means,
 )
 

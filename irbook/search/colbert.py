@@ -2,10 +2,9 @@
 
 # %% auto #0
 __all__ = ['COLBERTV2', 'ANSWERAI_SMALL', 'CHECK_TEXTS', 'new_colbert', 'pseudo_queries', 'token_states', 'train_head',
-           'ColBERTSettings', 'is_complete', 'offline_colbert', 'training_log', 'load_colbert', 'maxsim',
-           'ColBERTRetriever', 'colbert_ai_metadata', 'colbert_ai_complete', 'colbert_ai_checkpoint',
-           'check_colbert_ai', 'to_colbert_ai', 'RAGatouilleRetriever', 'agree_up_to_ties', 'peak_memory_mb',
-           'path_stats', 'path_stats_isolated']
+           'ColBERTSettings', 'is_complete', 'offline_colbert', 'colbert_training_log', 'load_colbert', 'maxsim',
+           'maxsim_top', 'ColBERTRetriever', 'colbert_ai_metadata', 'colbert_ai_complete', 'colbert_ai_checkpoint',
+           'check_colbert_ai', 'to_colbert_ai', 'RAGatouilleRetriever', 'agree_up_to_ties']
 
 # %% ../../nbs/14_colbert_search.ipynb #d4a0efa1
 import hashlib
@@ -19,12 +18,14 @@ import tempfile
 import warnings
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import asdict, dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ..chunking import notebook_blocks
+from ..core import Retriever, Settings, deprecated_names, top_k
 from irbook.data import (
     FASTBOOK_CHAPTERS,
     build_folder,
@@ -34,7 +35,6 @@ from irbook.data import (
     load_fastbook_chapter,
 )
 from .dense import MINILM, resolve_model
-from .fulltext import allowed_rows, check_docs, check_queries, top_k
 
 # %% ../../nbs/14_colbert_search.ipynb #f121ba5d
 COLBERTV2 = (
@@ -162,7 +162,7 @@ def train_head(
 
 # %% ../../nbs/14_colbert_search.ipynb #8039d6bc
 @dataclass(frozen=True)
-class ColBERTSettings:
+class ColBERTSettings(Settings):
     "Everything that determines the offline ColBERT: encoder, projection, data."
 
     base: str = MINILM
@@ -174,28 +174,11 @@ class ColBERTSettings:
     lr: float = 2e-3
     seed: int = 0
     doc_length: int = 128
+    kind = "colbert"  # the middle word of the cache folder's name
 
-    def digest(self) -> str:
-        "SHA-256 of the settings (and the PyLate version), hex."
-        from importlib.metadata import version
-
-        blob = json.dumps(
-            {
-                **asdict(self),
-                "chapters": list(self.chapters),
-                "pylate": version("pylate"),
-            },
-            sort_keys=True,
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def key(self) -> str:
-        "Folder name in the cache: base model name plus a short hash of the settings."
-        return (
-            re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.base).name)
-            + "-colbert-"
-            + self.digest()[:12]
-        )
+    def versions(self) -> dict:
+        "The library whose version also decides the model."
+        return {"pylate": version("pylate")}
 
 
 def is_complete(folder, settings: ColBERTSettings) -> bool:
@@ -236,7 +219,7 @@ def offline_colbert(
     )
 
 
-def training_log(folder) -> dict:
+def colbert_training_log(folder) -> dict:
     "The settings and per-step losses saved beside a model built by `offline_colbert`."
     return json.loads((Path(folder) / "irbook-train.json").read_text())
 
@@ -266,7 +249,15 @@ def maxsim(q: np.ndarray, d: np.ndarray) -> float:
     return float((q @ d.T).max(axis=1).sum()) if len(d) else 0.0
 
 
-class ColBERTRetriever:
+def maxsim_top(q: np.ndarray, emb: list, ids: list, cand, k: int) -> dict:
+    "Top-`k` of the candidate rows `cand` by exact MaxSim against token vectors `emb`."
+    cand = np.array(sorted(cand), dtype=np.int64)
+    scores = np.full(len(ids), -np.inf)
+    scores[cand] = [maxsim(q, emb[i]) for i in cand]
+    return top_k(scores, ids, k, cand)
+
+
+class ColBERTRetriever(Retriever):
     "Late-interaction retrieval with PyLate: Voyager candidates, exact MaxSim."
 
     def __init__(
@@ -330,20 +321,14 @@ class ColBERTRetriever:
             show_progress_bar=self.progress and len(texts) > self.batch_size,
         )
 
-    def index(self, docs: dict):
-        "Encode `{doc_id: text}` to token vectors and build the index; returns self."
-        from pylate import indexes
+    def _index(self, texts: list):
+        from pylate import indexes  # heavy optional dependency, loaded on use
 
-        self.ids = check_docs(docs)
-        self.pos = {d: i for i, d in enumerate(self.ids)}
-        self.truncated_docs = self._warn_long(docs, False)
-        self.emb = [
-            np.asarray(e, dtype=np.float32)
-            for e in self._encode([docs[d] for d in self.ids], False)
-        ]
+        self.truncated_docs = self._warn_long(dict(zip(self.ids, texts)), False)
+        self.emb = [np.asarray(e, dtype=np.float32) for e in self._encode(texts, False)]
         folder = self.index_folder or tempfile.mkdtemp(prefix="irbook-voyager-")
         self.voyager = None
-        if self.ids:
+        if texts:
             self.voyager = indexes.Voyager(
                 index_folder=str(folder),
                 index_name="colbert",
@@ -353,31 +338,20 @@ class ColBERTRetriever:
             self.voyager.add_documents(
                 documents_ids=self.ids, documents_embeddings=self.emb
             )
-        return self
 
-    def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query by MaxSim; a blank query gets `{}`."
-        check_queries(queries, k)
-        live = [q for q, t in queries.items() if t.strip()]
-        run = {q: {} for q in queries}
-        if not live or not self.ids:
-            return run
-        self._warn_long({q: queries[q] for q in live}, True)
-        qemb = [
-            np.asarray(e, dtype=np.float32)
-            for e in self._encode([queries[q] for q in live], True)
-        ]
+    def _top(self, live: dict, rows: dict, k: int) -> dict:
+        "Voyager's candidates (all allowed docs if too few), re-scored by exact MaxSim."
+        self._warn_long(live, True)
+        texts = list(live.values())
+        qemb = [np.asarray(e, dtype=np.float32) for e in self._encode(texts, True)]
         hits = self.voyager(qemb, k=self.candidates)["documents_ids"]
+        run = {}
         for j, q in enumerate(live):
-            rows = allowed_rows(q, filter, self.pos)
-            allowed = set(range(len(self.ids))) if rows is None else set(rows.tolist())
-            cand = {self.pos[d] for tok in hits[j] for d in tok} & allowed
-            if len(cand) < k:
-                cand = allowed
-            cand = np.array(sorted(cand), dtype=np.int64)
-            scores = np.full(len(self.ids), -np.inf)
-            scores[cand] = [maxsim(qemb[j], self.emb[i]) for i in cand]
-            run[q] = top_k(scores, self.ids, k, cand)
+            allowed = range(len(self.ids)) if rows[q] is None else rows[q].tolist()
+            cand = {self.pos[d] for tok in hits[j] for d in tok} & set(allowed)
+            run[q] = maxsim_top(
+                qemb[j], self.emb, self.ids, cand if len(cand) >= k else allowed, k
+            )
         return run
 
 # %% ../../nbs/14_colbert_search.ipynb #d3812b8f
@@ -567,7 +541,7 @@ def to_colbert_ai(
     return build_folder(out, key, build, rebuild)
 
 # %% ../../nbs/14_colbert_search.ipynb #2cee878e
-class RAGatouilleRetriever:
+class RAGatouilleRetriever(Retriever):
     "Late-interaction retrieval with RAGatouille's PLAID index."
 
     def __init__(
@@ -585,20 +559,18 @@ class RAGatouilleRetriever:
         self.index_root, self.candidates, self.exact = index_root, candidates, exact
         self.pin_query_length, self.progress = pin_query_length, progress
 
-    def index(self, docs: dict):
-        "Build a PLAID index of `{doc_id: text}` (one passage per doc); returns self."
+    def _index(self, texts: list):
+        "Build a PLAID index of the docs (one passage per doc)."
         _colbert_env()
-        self.ids = check_docs(docs)
-        self.pos = {d: i for i, d in enumerate(self.ids)}
         self.rag = None
-        if not self.ids:
-            return self
+        if not texts:
+            return
         with _quiet(not self.progress):
-            from ragatouille import RAGPretrainedModel
+            from ragatouille import RAGPretrainedModel  # heavy optional dependency
 
             if (
                 self.index_root is None
-            ):  # a temporary folder in the cache, removed with the retriever
+            ):  # a temporary folder, removed with the retriever
                 self._tmp = tempfile.TemporaryDirectory(
                     prefix="ragatouille-", dir=_mkdir(cache_dir() / "indexes")
                 )
@@ -606,14 +578,13 @@ class RAGatouilleRetriever:
             rag = RAGPretrainedModel.from_pretrained(
                 self.checkpoint, index_root=str(root), verbose=0
             )
-            maxlen = rag.model.config.doc_maxlen
             path = rag.index(
-                [docs[d] for d in self.ids],
+                texts,
                 document_ids=self.ids,
                 index_name="irbook",
                 overwrite_index=True,
                 split_documents=False,
-                max_document_length=maxlen,
+                max_document_length=rag.model.config.doc_maxlen,
             )
             # load the index back for searching: after index(), RAGatouille 0.0.9 with
             # colbert-ai 0.2.22 looks for it under ./experiments
@@ -622,11 +593,8 @@ class RAGatouilleRetriever:
                 self._pin_query_length()
             if self.exact:
                 ck = self.rag.model.inference_ckpt
-                d, lens = ck.docFromText(
-                    [docs[i] for i in self.ids], bsize=32, keep_dims="flatten"
-                )
+                d, lens = ck.docFromText(texts, bsize=32, keep_dims="flatten")
                 self.emb = np.split(d.numpy().astype(np.float32), np.cumsum(lens)[:-1])
-        return self
 
     def _pin_query_length(self):
         "Keep the checkpoint's `query_maxlen` (RAGatouille would lengthen queries)."
@@ -638,42 +606,26 @@ class RAGatouilleRetriever:
 
         mi._upgrade_searcher_maxlen = pinned
 
-    def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query; `filter` goes to RAGatouille as `doc_ids`."
-        check_queries(queries, k)
-        live = [q for q, t in queries.items() if t.strip()]
-        run = {q: {} for q in queries}
-        if not live or not self.ids:
-            return run
-        rows = {q: allowed_rows(q, filter, self.pos) for q in live}
+    def _top(self, live: dict, rows: dict, k: int) -> dict:
+        "PLAID candidates (`filter` as `doc_ids`), re-scored by MaxSim if `exact`."
+        run = {}
         with _quiet(not self.progress):
-            qemb = (
-                self.rag.model.inference_ckpt.queryFromText(
-                    [queries[q] for q in live], bsize=32
-                ).numpy()
-                if self.exact
-                else None
-            )
-            for j, q in enumerate(live):
+            ck = self.rag.model.inference_ckpt
+            texts = list(live.values())
+            qemb = ck.queryFromText(texts, bsize=32).numpy() if self.exact else None
+            for j, (q, text) in enumerate(live.items()):
                 allowed = None if rows[q] is None else [self.ids[i] for i in rows[q]]
                 n = len(self.ids) if allowed is None else len(allowed)
-                if n == 0:
-                    continue
-                hits = self.rag.search(
-                    queries[q],
-                    k=min(n, max(k, self.candidates) if self.exact else k),
-                    doc_ids=allowed,
-                )
-                cand = np.array(
-                    sorted({self.pos[h["document_id"]] for h in hits}), dtype=np.int64
-                )
-                scores = np.full(len(self.ids), -np.inf)
+                depth = min(n, max(k, self.candidates) if self.exact else k)
+                hits = self.rag.search(text, k=depth, doc_ids=allowed)
+                cand = {self.pos[h["document_id"]] for h in hits}
                 if self.exact:
-                    scores[cand] = [maxsim(qemb[j], self.emb[i]) for i in cand]
-                else:
-                    for h in hits:
-                        scores[self.pos[h["document_id"]]] = h["score"]
-                run[q] = top_k(scores, self.ids, k, cand)
+                    run[q] = maxsim_top(qemb[j], self.emb, self.ids, cand, k)
+                    continue
+                scores = np.full(len(self.ids), -np.inf)
+                for h in hits:
+                    scores[self.pos[h["document_id"]]] = h["score"]
+                run[q] = top_k(scores, self.ids, k, np.array(sorted(cand), np.int64))
         return run
 
 # %% ../../nbs/14_colbert_search.ipynb #c313c2ca
@@ -688,83 +640,8 @@ def agree_up_to_ties(a: dict, b: dict, tol: float = 1e-4) -> bool:
         abs(a[d] - s) <= tol if d in a else abs(s - sa[-1]) <= tol for d, s in b.items()
     )
 
-# %% ../../nbs/14_colbert_search.ipynb #fddea99d
-def peak_memory_mb() -> float:
-    "This process's peak resident memory in MB (`VmHWM`)."
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
-    "Index one chapter and search its questions with one ColBERT path: time, memory."
-    import time
-
-    from irbook.chunking import chunk_book
-    from irbook.fastbook import load_questions
-
-    if path not in ("pylate", "ragatouille"):
-        raise ValueError(f"path must be 'pylate' or 'ragatouille', got {path!r}")
-    chunks = {
-        c: x.text for c, x in chunk_book("group", n=3).items() if x.chapter == chapter
-    }
-    queries = {q.qid: q.text for q in load_questions() if q.chapter == chapter}
-    flt = {q: set(chunks) for q in queries}
-    model_dir = offline_colbert(progress=False)
-    ckpt = to_colbert_ai(model_dir) if path == "ragatouille" else None
-    out = {"path": path, "chunks": len(chunks), "questions": len(queries)}
-    t0 = time.perf_counter()  # index = from the saved model to a searchable index
-    r = (
-        ColBERTRetriever(str(model_dir), progress=False)
-        if path == "pylate"
-        else RAGatouilleRetriever(ckpt)
-    ).index(chunks)
-    out["index_s"] = time.perf_counter() - t0
-    r.search(
-        dict(list(queries.items())[:1]), k=k, filter=flt
-    )  # warm-up: RAGatouille loads its searcher on the first query
-    t0 = time.perf_counter()
-    out["run"] = r.search(queries, k=k, filter=flt)
-    out["search_ms"] = 1000 * (time.perf_counter() - t0) / len(queries)
-    if path == "ragatouille":  # the same index, RAGatouille's own (compressed) scores
-        r.exact = False
-        t0 = time.perf_counter()
-        out["run_plaid"] = r.search(queries, k=k, filter=flt)
-        out["search_plaid_ms"] = 1000 * (time.perf_counter() - t0) / len(queries)
-    out["peak_mb"] = peak_memory_mb()
-    return out
-
-
-def path_stats_isolated(path: str = "pylate", **kwargs) -> dict:
-    "`path_stats` in a fresh Python process, so its peak memory is its own."
-    import subprocess
-    import sys
-
-    code = (
-        "import json, sys; from irbook.search.colbert import path_stats; "
-        "json.dump(path_stats(**json.loads(sys.argv[1])), open(sys.argv[2], 'w'))"
-    )
-    with tempfile.TemporaryDirectory() as d:
-        out = Path(d) / "stats.json"
-        p = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                code,
-                json.dumps({"path": path, **kwargs}),
-                str(out),
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if p.returncode:
-            raise RuntimeError(
-                f"path_stats({path!r}) failed in its process:\n{p.stderr[-3000:]}"
-            )
-        return json.loads(out.read_text())
+# %% ../../nbs/14_colbert_search.ipynb #3bd381d8
+# renamed (one name per meaning); the old name goes next release
+__getattr__ = deprecated_names(
+    __name__, {"training_log": "irbook.search.colbert.colbert_training_log"}
+)

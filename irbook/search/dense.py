@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from ..core import Retriever
 from ..data import cache_dir
-from .fulltext import allowed_rows, check_docs, check_queries, top_k
 
 # %% ../../nbs/13_single_vector_search.ipynb #4b14f24c
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -211,7 +211,7 @@ class Encoder:
         )
 
 # %% ../../nbs/13_single_vector_search.ipynb #96d0caa8
-class DenseRetriever:
+class DenseRetriever(Retriever):
     "Single-vector retrieval: cosine similarity of cached embeddings."
 
     def __init__(
@@ -229,27 +229,16 @@ class DenseRetriever:
         )
         self.query_prompt, self.doc_prompt = query_prompt, doc_prompt
 
-    def index(self, docs: dict):
-        "Embed `{doc_id: text}`; returns self."
-        self.ids = check_docs(docs)
-        self.pos = {d: i for i, d in enumerate(self.ids)}
-        self.emb = self.encoder.encode([docs[d] for d in self.ids], self.doc_prompt)
-        return self
+    def encode_docs(self, texts: list) -> np.ndarray:
+        "Unit-length embeddings of doc texts, (n, dim)."
+        return self.encoder.encode(texts, self.doc_prompt)
 
-    def search(self, queries: dict, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` docs per query by cosine similarity; a blank query gets `{}`."
-        check_queries(queries, k)
-        live = [q for q, t in queries.items() if t.strip()]
-        qemb = (
-            self.encoder.encode([queries[q] for q in live], self.query_prompt)
-            if live and self.ids
-            else None
-        )
-        run = {q: {} for q in queries}
-        for j, q in enumerate(live):
-            rows = allowed_rows(q, filter, self.pos)
-            if qemb is not None:
-                run[q] = top_k(
-                    (self.emb @ qemb[j]).astype(np.float64), self.ids, k, rows
-                )
-        return run
+    def encode_queries(self, texts: list) -> np.ndarray:
+        "Unit-length embeddings of query texts, (n, dim)."
+        return self.encoder.encode(texts, self.query_prompt)
+
+    def _index(self, texts: list):
+        self.emb = self.encode_docs(texts)
+
+    def _scores(self, texts: list):
+        return ((self.emb @ q).astype(np.float64) for q in self.encode_queries(texts))
