@@ -31,11 +31,11 @@ class Block:
     header: str | None  # the heading line in force (the block itself for a header)
     index: int  # position among the chapter's blocks
 
-
+# %% ../nbs/11_chunking.ipynb #b7a2242a
 def _cell_text(x) -> str:
     return "".join(x) if isinstance(x, list) else (x or "")
 
-
+# %% ../nbs/11_chunking.ipynb #2b9497dc
 def render_code(cell: dict, outputs: bool = True) -> str:
     "A code cell as the benchmark quotes it: fenced source, then 'Output:' and outputs."
     text = f"```python\n{_cell_text(cell.get('source'))}\n```"
@@ -50,7 +50,7 @@ def render_code(cell: dict, outputs: bool = True) -> str:
             outs.append(_cell_text(o["data"]["text/plain"]))
     return text + ("\nOutput:\n" + "\n".join(outs) if outs else "")
 
-
+# %% ../nbs/11_chunking.ipynb #4e9659ca
 def notebook_blocks(
     nb: dict, code: bool = True, outputs: bool = True, drop=DROP_SECTIONS
 ) -> list[Block]:
@@ -98,11 +98,11 @@ class Chunk:
     header: str | None = None
     blocks: tuple[int, ...] = ()  # indices of the chapter blocks it was built from
 
-
+# %% ../nbs/11_chunking.ipynb #7f67425d
 def _chunk_id(chapter: int, i: int) -> str:
     return f"c{chapter:02d}_{i:04d}"
 
-
+# %% ../nbs/11_chunking.ipynb #09c5c2da
 def _join(header, texts, prefix_header) -> str:
     body = "\n\n".join(texts)
     return f"{header}\n\n{body}" if prefix_header and header else body
@@ -169,7 +169,7 @@ def count_tokens(text: str) -> int:
     "Number of whitespace-separated tokens in `text` (a model-free token count)."
     return sum(1 for _ in _TOKEN.finditer(text))
 
-
+# %% ../nbs/11_chunking.ipynb #0db92f91
 def _split_long(text: str, size: int) -> list[str]:
     spans = [m.span() for m in _TOKEN.finditer(text)]
     return [
@@ -177,7 +177,7 @@ def _split_long(text: str, size: int) -> list[str]:
         for i in range(0, len(spans), size)
     ]
 
-
+# %% ../nbs/11_chunking.ipynb #76a96811
 def token_chunks(
     nb: dict,
     chapter: int,
@@ -245,7 +245,7 @@ def chunk_book(
 def _popcount(m: int) -> int:
     return bin(m).count("1")
 
-
+# %% ../nbs/11_chunking.ipynb #afc0f3d4
 def _cover(sets: list[set], k: int):
     "Breadth-first search for the fewest chunks that cover every component."
     masks = {}  # chunk id -> bitmask of the components it covers
@@ -273,7 +273,7 @@ def _cover(sets: list[set], k: int):
         frontier = nxt
     return None, best[1]
 
-
+# %% ../nbs/11_chunking.ipynb #67fd81ea
 def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
     "Per question, the best Modified MRR@k / Recall@k any ranking of `chunks` reaches."
     check_k(k)
@@ -286,15 +286,15 @@ def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
             dict(
                 qid=q.qid,
                 chapter=q.chapter,
-                mrr=1.0 / m if m else 0.0,
-                recall=covered / len(sets),
+                modified_mrr=1.0 / m if m else 0.0,
+                modified_recall=covered / len(sets),
                 mrr_loose=float(all(sets)),
                 chunks_needed=m or 0,
             )
         )
     return pd.DataFrame(rows).set_index("qid")
 
-
+# %% ../nbs/11_chunking.ipynb #9d5549f2
 def oracle_run(chunks: dict, questions: list, k: int = 10) -> dict:
     "A run that reaches the ceiling: per question, the fewest covering chunks first."
     run = {}

@@ -39,7 +39,7 @@ def text_of(x, what: str = "text") -> str:
         raise ValueError(f"{what}: text must be a str, got {type(x).__name__}")
     return t
 
-
+# %% ../nbs/00_pipeline.ipynb #551a2ba1
 def as_docs(docs) -> Docs:
     "`{doc_id: text}` from `{id: str | object with .text}`."
     if not isinstance(docs, Mapping):
@@ -48,7 +48,7 @@ def as_docs(docs) -> Docs:
         )
     return {i: text_of(d, f"doc {i!r}") for i, d in docs.items()}
 
-
+# %% ../nbs/00_pipeline.ipynb #c59d2962
 def as_queries(queries) -> Queries:
     "`{query_id: text}` from a dict or from objects with `.qid` and `.text`."
     if isinstance(queries, Mapping):
@@ -78,7 +78,7 @@ def _check_texts(x, one: str, many: str) -> list:
             raise ValueError(f"{one} {i!r}: text must be a str, got {type(t).__name__}")
     return list(x)
 
-
+# %% ../nbs/00_pipeline.ipynb #66077237
 def check_docs(docs) -> list[str]:
     "The ids of a valid `{doc_id: text}`, in order (ValueError naming a bad one)."
     ids = _check_texts(docs, "doc", "docs")
@@ -87,21 +87,26 @@ def check_docs(docs) -> list[str]:
             raise ValueError(f"doc id {i!r} is not a str")
     return ids
 
-
+# %% ../nbs/00_pipeline.ipynb #4fe22c68
 def check_queries(queries, k):
     "Validate `{query_id: text}` and the cut-off `k` (ValueError naming the bad query)."
     _check_texts(queries, "query", "queries")
     check_k(k)
 
 # %% ../nbs/00_pipeline.ipynb #be1b4c6b
-def check_label(qid, doc, v):
-    "Raise a ValueError naming `qid`/`doc` unless `v` is a valid relevance label."
+def _number(kind: str, what: str, qid, doc, v) -> float:
+    "`v` as a float, or a ValueError naming the file kind, query and doc."
     try:
-        f = float(v)
+        return float(v)
     except (TypeError, ValueError):
         raise ValueError(
-            f"qrels: label of doc {doc!r} in query {qid!r} is not a number: {v!r}"
+            f"{kind}: {what} of doc {doc!r} in query {qid!r} is not a number: {v!r}"
         ) from None
+
+# %% ../nbs/00_pipeline.ipynb #080ae961
+def check_label(qid, doc, v):
+    "Raise a ValueError naming `qid`/`doc` unless `v` is a valid relevance label."
+    f = _number("qrels", "label", qid, doc, v)
     if not math.isfinite(f) or f != int(f):
         raise ValueError(
             f"qrels: label of doc {doc!r} in query {qid!r} is not an integer: {v!r}"
@@ -111,16 +116,10 @@ def check_label(qid, doc, v):
             f"qrels: label of doc {doc!r} in query {qid!r} is negative: {v!r}"
         )
 
-
+# %% ../nbs/00_pipeline.ipynb #f22d9ea1
 def check_score(qid, doc, v):
     "Raise a ValueError naming `qid`/`doc` unless `v` is a finite number."
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"run: score of doc {doc!r} in query {qid!r} is not a number: {v!r}"
-        ) from None
-    if not math.isfinite(f):
+    if not math.isfinite(_number("run", "score", qid, doc, v)):
         raise ValueError(
             f"run: score of doc {doc!r} in query {qid!r} is not finite: {v!r}"
         )
@@ -130,12 +129,12 @@ def ranking(scores: Mapping) -> list:
     "Doc ids of one query's `{doc_id: score}`, best first, ties by doc id."
     return [d for d, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))]
 
-
+# %% ../nbs/00_pipeline.ipynb #cd27118a
 def top(scores: Mapping, k: int | None) -> dict:
     "The `k` best of one query's `{doc_id: score}` (all if `k` is None), in rank order."
     return {d: scores[d] for d in ranking(scores)[:k]}
 
-
+# %% ../nbs/00_pipeline.ipynb #23e5edb0
 def restrict(run: Mapping, qids) -> dict:
     "The run on `qids` only (a missing query gets `{}`)."
     return {q: dict(run.get(q, {})) for q in qids}
@@ -144,7 +143,7 @@ def restrict(run: Mapping, qids) -> dict:
 class QueryMismatch(ValueError, AssertionError):
     "Qrels and run hold different query sets (a ValueError and an AssertionError)."
 
-
+# %% ../nbs/00_pipeline.ipynb #cfdc249a
 def check_same_queries(qids, rids):
     "Raise a `QueryMismatch` naming the differences unless `qids` and `rids` agree."
     if len(qids) == len(rids) and set(qids) == set(rids):
@@ -293,7 +292,7 @@ def write_json(path, obj) -> Path:
         json.dump(obj, f)
     return path
 
-
+# %% ../nbs/00_pipeline.ipynb #3e886db6
 def _plain(x):
     "`x` with sets sorted and mapping keys as strings, for a stable JSON dump."
     if isinstance(x, Mapping):
@@ -304,7 +303,7 @@ def _plain(x):
         return [_plain(v) for v in x]
     return x
 
-
+# %% ../nbs/00_pipeline.ipynb #ce8f6a6f
 def digest(*parts) -> str:
     "SHA-256 (hex) of `parts` as canonical JSON: the name of a cached artefact."
     blob = json.dumps(_plain(parts), sort_keys=True, default=str)

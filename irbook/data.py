@@ -231,15 +231,15 @@ len(SOURCES)
 class DataError(Exception):
     "Base class for every data-layer failure."
 
-
+# %% ../nbs/00_data.ipynb #4e24610a
 class ChecksumError(DataError):
     "A file's bytes do not match the sha256 the course expects."
 
-
+# %% ../nbs/00_data.ipynb #425c4a37
 class DataNotFound(DataError):
     "A file is in no offline directory nor the cache, and could not be downloaded."
 
-
+# %% ../nbs/00_data.ipynb #b3fd0040
 class MalformedData(DataError):
     "A file was found but its content is not what the loader expects."
 
@@ -254,7 +254,7 @@ def data_dir() -> Path | None:
         raise DataNotFound(f"{ENV_DATA}={d!r} is not a directory")
     return p
 
-
+# %% ../nbs/00_data.ipynb #44019d7e
 def cache_dir() -> Path:
     "The download cache: `IRBOOK_CACHE`, else the platform's user cache dir."
     d = os.environ.get(ENV_CACHE)
@@ -269,7 +269,7 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
             h.update(b)
     return h.hexdigest()
 
-
+# %% ../nbs/00_data.ipynb #a1076c39
 def download(
     url: str,
     dest: Path | str,
@@ -319,13 +319,13 @@ def _check(path: Path, src: Source, where: str) -> Path:
         )
     return path
 
-
+# %% ../nbs/00_data.ipynb #670088ab
 def _mapped(url: str) -> str:
     "`url`, or its path on the stand-in host `IRBOOK_TEST_URL_HOST` when set."
     host = os.environ.get(ENV_URL_HOST)
     return host.rstrip("/") + urllib.parse.urlsplit(url).path if host else url
 
-
+# %% ../nbs/00_data.ipynb #176f4c75
 def fetch(
     name: str,
     *,
@@ -380,7 +380,7 @@ def _reject(path: Path, msg: str):
         pass
     raise MalformedData(msg)
 
-
+# %% ../nbs/00_data.ipynb #75b4cd7a
 def _json_with(name: str, key: str) -> dict:
     "Data file `name` as JSON: a dict whose `key` is a list, else MalformedData."
     path = fetch(name)
@@ -389,7 +389,7 @@ def _json_with(name: str, key: str) -> dict:
         _reject(path, f"{name} ({path}) has no {key!r} list")
     return d
 
-
+# %% ../nbs/00_data.ipynb #c90ee23f
 def _fetch_read(name: str, read, what: str) -> tuple:
     "(path, `read(path)`) for data file `name`; MalformedData saying it is not `what`."
     path = fetch(name)
@@ -398,7 +398,7 @@ def _fetch_read(name: str, read, what: str) -> tuple:
     except Exception as e:
         _reject(path, f"{name} ({path}) is not {what}: {e}")
 
-
+# %% ../nbs/00_data.ipynb #2cb2db94
 def _read_json(path: Path, name: str):
     path = Path(path)
     if not path.is_file():
@@ -408,7 +408,7 @@ def _read_json(path: Path, name: str):
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         _reject(path, f"{name} ({path}) is not valid JSON: {e}")
 
-
+# %% ../nbs/00_data.ipynb #9675c029
 def load_notebook(path: Path | str, name: str | None = None) -> dict:
     "A Jupyter notebook file as a dict; anything but nbformat 4 with cells is rejected."
     name = name or str(path)
@@ -424,7 +424,7 @@ def load_notebook(path: Path | str, name: str | None = None) -> dict:
         )
     return nb
 
-
+# %% ../nbs/00_data.ipynb #0adb804f
 def load_fastbook_chapter(chapter: int) -> dict:
     "fastbook chapter `chapter` (1, 2, 4, 8, 9, 10 or 13) as an nbformat-4 dict."
     if chapter not in FASTBOOK_CHAPTERS:
@@ -440,7 +440,7 @@ def load_benchmark() -> dict:
     "The fastbook-benchmark: {'questions': [...]}, 191 questions with gold contexts."
     return _json_with("fastbook-benchmark.json", "questions")
 
-
+# %% ../nbs/00_data.ipynb #101ac217
 def load_fts_keywords():
     "The author's LLM-written full-text-search keywords, one row per question."
     import pandas as pd
@@ -467,7 +467,7 @@ def load_jqara_qrels():
         _reject(path, f"{name} ({path}) holds no judgements")
     return q
 
-
+# %% ../nbs/00_data.ipynb #6e8c304c
 def load_jqara_run(run_name: str):
     "The published JQaRA ranking `run_name` (see `JQARA_RUNS`) as a named ranx `Run`."
     from ranx import Run
@@ -483,7 +483,7 @@ def load_jqara_run(run_name: str):
     run.name = run_name
     return run
 
-
+# %% ../nbs/00_data.ipynb #8a874cb2
 _JQARA_FAMILIES = {  # README section heading -> model family
     "密な文ベクトルモデル": "dense",
     "ColBERT モデル": "colbert",
@@ -507,7 +507,7 @@ def _leaderboard_row(line: str, family: str) -> dict | None:
         "mrr@10": float(cells[2]),
     }
 
-
+# %% ../nbs/00_data.ipynb #4ff2c072
 def load_jqara_leaderboard():
     "JQaRA's published leaderboard: nDCG@10 and MRR@10 per run, with the model family."
     import pandas as pd
@@ -555,7 +555,7 @@ def folder_hashes(folder) -> dict:
         if p.is_file() and p.name != MARKER
     }
 
-
+# %% ../nbs/00_data.ipynb #78f8fd9d
 def folder_is_complete(folder, key: str) -> bool:
     "True if `build_folder` finished `folder` for `key` and no file changed since."
     folder = Path(folder)
@@ -567,7 +567,7 @@ def folder_is_complete(folder, key: str) -> bool:
         return False
     return folder_hashes(folder) == m["files"]
 
-
+# %% ../nbs/00_data.ipynb #84c27eca
 def build_folder(folder, key: str, build, rebuild: bool = False) -> Path:
     "`folder` built for `key`: reused if complete, else built in a temp dir, renamed."
     if not isinstance(key, str) or not key:

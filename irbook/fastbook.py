@@ -30,7 +30,7 @@ class Component:
         bool  # True when the author judged this part beside the point of the question
     )
 
-
+# %% ../nbs/10_fastbook_benchmark.ipynb #87247f38
 @dataclass(frozen=True)
 class Question:
     "A validated benchmark question: id, chapter, wording, gold answer and components."
@@ -57,7 +57,7 @@ def _flag(value, field: str, where: str) -> bool:
         return value.strip().lower() == "true"
     raise ValueError(f"{where}: {field} must be 'true' or 'false', got {value!r}")
 
-
+# %% ../nbs/10_fastbook_benchmark.ipynb #8b474aa6
 def parse_question(entry: dict, index: int | None = None) -> Question:
     "One raw benchmark entry checked and returned as a `Question` (ValueError if bad)."
     where = f"benchmark entry #{index}" if index is not None else "benchmark entry"
@@ -136,7 +136,7 @@ def parse_question(entry: dict, index: int | None = None) -> Question:
         qctx,
     )
 
-
+# %% ../nbs/10_fastbook_benchmark.ipynb #10baa163
 def load_questions(benchmark: dict | None = None) -> list[Question]:
     "The 191 benchmark questions as validated `Question`s."
     benchmark = load_benchmark() if benchmark is None else benchmark
@@ -179,12 +179,12 @@ def normalize(text: str) -> str:
     "Text as the benchmark compares it: `ftfy.fix_text` applied, cached."
     return fix_text(text)
 
-
+# %% ../nbs/10_fastbook_benchmark.ipynb #b323b412
 def as_question(question) -> Question:
     "A `Question` from a `Question` or a raw benchmark entry."
     return question if isinstance(question, Question) else parse_question(question)
 
-
+# %% ../nbs/10_fastbook_benchmark.ipynb #dfbd96f9
 def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
     "Per component, the rank of the first top-`k` text holding a context (0: none)."
     q, k = as_question(question), check_k(k)
@@ -201,13 +201,13 @@ def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
         )
     return ranks
 
-
+# %% ../nbs/10_fastbook_benchmark.ipynb #e74c0d8a
 def modified_mrr(retrieved: list[str], question, k: int = 10) -> float:
     "1 / the rank by which every answer component is found in the top `k` (else 0)."
     ranks = first_hits(retrieved, question, k)
     return 0.0 if 0 in ranks else 1.0 / max(ranks)
 
-
+# %% ../nbs/10_fastbook_benchmark.ipynb #952e143e
 def modified_recall(retrieved: list[str], question, k: int = 10) -> float:
     "The share of answer components found in the top `k` texts."
     ranks = first_hits(retrieved, question, k)
@@ -231,13 +231,13 @@ def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataF
             dict(
                 qid=q.qid,
                 chapter=q.chapter,
-                mrr=0.0 if 0 in ranks else 1.0 / max(ranks),
-                recall=sum(r > 0 for r in ranks) / len(ranks),
+                modified_mrr=0.0 if 0 in ranks else 1.0 / max(ranks),
+                modified_recall=sum(r > 0 for r in ranks) / len(ranks),
             )
         )
-    return pd.DataFrame(rows, columns=["qid", "chapter", "mrr", "recall"]).set_index(
-        "qid"
-    )
+    return pd.DataFrame(
+        rows, columns=["qid", "chapter", "modified_mrr", "modified_recall"]
+    ).set_index("qid")
 
 # %% ../nbs/10_fastbook_benchmark.ipynb #6d13885a
 def matching_chunks(question, chunks: dict) -> list[set]:
@@ -254,7 +254,7 @@ def matching_chunks(question, chunks: dict) -> list[set]:
         out.append({cid for cid, t in texts.items() if any(c in t for c in ctxs)})
     return out
 
-
+# %% ../nbs/10_fastbook_benchmark.ipynb #d548cdfd
 def contexts_to_qrels(questions: list, chunks: dict, graded: bool = False) -> dict:
     "Qrels {qid: {chunk_id: label}}: a chunk is relevant if it holds a context."
     qrels = {}

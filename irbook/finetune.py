@@ -74,7 +74,7 @@ def question_pairs(questions: list, chunks: dict) -> pd.DataFrame:
         columns=["qid", "chapter", "source", "anchor", "pos_id", "positive", "n_pos"],
     )
 
-
+# %% ../nbs/33_finetuning.ipynb #976e681d
 def pseudo_pairs(chapters, chunks: dict, n: int, seed: int = 0) -> pd.DataFrame:
     "Up to `n` corpus-made pairs (pseudo-queries) of `chapters`, with their chunks."
 
@@ -355,7 +355,7 @@ def finetuned_model(
 
     return build_folder(folder, s.digest(), build, rebuild)
 
-
+# %% ../nbs/33_finetuning.ipynb #bf600c6e
 def training_log(folder) -> dict:
     "The training log saved beside a model built by `finetuned_model`."
     return json.loads((Path(folder) / "irbook-train.json").read_text())
@@ -390,7 +390,10 @@ def evaluate_model(
         rec.rename(columns=lambda c: c.replace("recall", "Recall"))
     )
     return out.assign(
-        **{"Modified MRR@10": mod.mrr, "Modified Recall@10": mod.recall}
+        **{
+            "Modified MRR@10": mod.modified_mrr,
+            "Modified Recall@10": mod.modified_recall,
+        }
     ).fillna(0.0)
 
 # %% ../nbs/33_finetuning.ipynb #8bf70cbf

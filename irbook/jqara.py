@@ -83,7 +83,7 @@ def _named(runs) -> dict:
         out[name] = run
     return out
 
-
+# %% ../nbs/20_jqara.ipynb #ecc61754
 def _score(name, fn):
     "Call fn(); re-raise its bad-input errors with the run's name in front."
     try:
@@ -95,7 +95,7 @@ def _score(name, fn):
     except ValueError as e:
         raise ValueError(f"run {name!r}: {e}") from e
 
-
+# %% ../nbs/20_jqara.ipynb #b0512b50
 def leaderboard(
     runs,
     qrels,
@@ -225,7 +225,7 @@ def significance_matrix(
                 p.loc[a, b] = float(rep.comparisons[a, b][metric]["p_value"])
     return p
 
-
+# %% ../nbs/20_jqara.ipynb #668159f0
 def plot_pvalues(p: pd.DataFrame, alpha: float = 0.05, ax=None, title: str = None):
     "Heatmap of a `significance_matrix`: darker = smaller p; p >= alpha boxed."
     import matplotlib.pyplot as plt

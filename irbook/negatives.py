@@ -51,32 +51,14 @@ def _check_args(n, method, depth, band, margin):
         raise ValueError(f"margin must be a number in (0, 1], got {margin!r}")
     return lo, hi
 
-
+# %% ../nbs/32_hard_negatives.ipynb #bd7edae7
 def _ids(v) -> set:
     "A query's positives as a set of ids (from a set, list, qrels dict or one str)."
     return {v} if isinstance(v, str) else set(v or ())
 
 # %% ../nbs/32_hard_negatives.ipynb #3a3f513f
-def mine_run(
-    queries: dict[str, str],
-    positives: dict[str, set[str]],
-    docs: dict[str, str],
-    n: int = 5,
-    method: str = "topk",
-    depth: int = 50,
-    band: tuple[float, float] = (0.3, 0.8),
-    margin: float = 0.95,
-    encoder=None,
-    filter: dict | None = None,
-    summary: Summary | None = None,
-) -> tuple[dict, Summary]:
-    "Hard negatives as a run {qid: {doc_id: cosine}}, never a known positive."
-    lo, hi = _check_args(n, method, depth, band, margin)
-    for name, m in (("queries", queries), ("positives", positives), ("docs", docs)):
-        if not isinstance(m, Mapping):
-            raise ValueError(f"{name} must be a dict, got {type(m).__name__}")
-    summary = summary if summary is not None else Summary()
-    st = f"mine ({method})"
+def _events(n: int, method: str, lo: float, hi: float, margin: float) -> dict:
+    "The events `mine_run` counts for `method`, by short key."
     ev = {
         "queries": "queries",
         "blank": "blank or non-text query (no negatives)",
@@ -99,20 +81,24 @@ def mine_run(
         "topk": "band ceil noceil",
         "band": "ceil noceil",
         "positive_aware": "band",
-    }[method].split()
-    for k, e in ev.items():
-        if k not in unused:
-            summary.add(st, e, 0)  # every event shows, even when it never happened
+    }
+    return {k: e for k, e in ev.items() if k not in unused[method].split()}
+
+# %% ../nbs/32_hard_negatives.ipynb #33591ca7
+def _usable(queries, positives, docs, filter, summary, st, ev) -> tuple:
+    "The docs and queries `mine_run` can use and each query's allowed docs, counted."
+    for name, m in (("queries", queries), ("positives", positives), ("docs", docs)):
+        if not isinstance(m, Mapping):
+            raise ValueError(f"{name} must be a dict, got {type(m).__name__}")
     good = {}
     for d, t in docs.items():
         if isinstance(d, str) and isinstance(t, str) and t.strip():
             good[d] = t
         else:
             summary.add(st, ev["baddoc"], example=d)
-    out, live = {}, {}
+    live = {}
     for q, t in queries.items():
         summary.add(st, ev["queries"], example=q)
-        out[q] = {}
         if isinstance(t, str) and t.strip():
             live[q] = t
         else:
@@ -120,21 +106,44 @@ def mine_run(
     for q in positives:
         if q not in queries:
             summary.add(st, ev["unknownq"], example=q)
-    flt = None
-    if filter is not None:
-        if not isinstance(filter, Mapping):
-            raise ValueError(
-                f"filter must be a dict {{qid: doc ids}}, got {type(filter).__name__}"
-            )
-        flt = {}
-        for q in live:
-            if q not in filter:
-                summary.add(st, ev["noflt"], example=q)
-                flt[q] = set()
-                continue
-            allowed = set(filter[q])
-            flt[q] = allowed & good.keys()
-            summary.add(st, ev["fltdoc"], len(allowed - flt[q]), example=q)
+    if filter is None:
+        return good, live, None
+    if not isinstance(filter, Mapping):
+        raise ValueError(
+            f"filter must be a dict {{qid: doc ids}}, got {type(filter).__name__}"
+        )
+    flt = {}
+    for q in live:
+        if q not in filter:
+            summary.add(st, ev["noflt"], example=q)
+            flt[q] = set()
+            continue
+        allowed = set(filter[q])
+        flt[q] = allowed & good.keys()
+        summary.add(st, ev["fltdoc"], len(allowed - flt[q]), example=q)
+    return good, live, flt
+
+# %% ../nbs/32_hard_negatives.ipynb #0a39e6a2
+def mine_run(
+    queries: dict[str, str],
+    positives: dict[str, set[str]],
+    docs: dict[str, str],
+    n: int = 5,
+    method: str = "topk",
+    depth: int = 50,
+    band: tuple[float, float] = (0.3, 0.8),
+    margin: float = 0.95,
+    encoder=None,
+    filter: dict | None = None,
+    summary: Summary | None = None,
+) -> tuple[dict, Summary]:
+    "Hard negatives as a run {qid: {doc_id: cosine}}, never a known positive."
+    lo, hi = _check_args(n, method, depth, band, margin)
+    summary = summary if summary is not None else Summary()
+    st, ev = f"mine ({method})", _events(n, method, lo, hi, margin)
+    summary.expect(st, ev.values())  # every event shows, even when it never happened
+    good, live, flt = _usable(queries, positives, docs, filter, summary, st, ev)
+    out = {q: {} for q in queries}
     if encoder is None:
         encoder = Encoder(MINILM, progress=False)
     ret = DenseRetriever(encoder=encoder).index(good)
@@ -176,7 +185,7 @@ def mine_run(
         summary.add(st, ev["mined"], len(out[q]), example=q)
     return out, summary
 
-
+# %% ../nbs/32_hard_negatives.ipynb #d1ead872
 @delegates(mine_run)
 def mine_negatives(queries: dict, positives: dict, docs: dict, **kwargs) -> tuple:
     "Hard negatives per query (doc ids, best first), never a known positive."
@@ -203,7 +212,7 @@ def false_negatives(negatives: dict, relevant: dict) -> pd.DataFrame:
         rows, columns=["qid", "negatives", "false", "false_ids", "first_false_rank"]
     ).set_index("qid")
 
-
+# %% ../nbs/32_hard_negatives.ipynb #2a0bfd5c
 def _false_row(fn: pd.DataFrame) -> dict:
     "Counts and rates of one `false_negatives` table."
     negs, false = int(fn.negatives.sum()), fn["false"]
@@ -216,7 +225,7 @@ def _false_row(fn: pd.DataFrame) -> dict:
         "queries with a false negative": (false > 0).mean() if len(fn) else 0.0,
     }
 
-
+# %% ../nbs/32_hard_negatives.ipynb #7ba2aa65
 def false_negative_table(mined: dict, relevant: dict) -> pd.DataFrame:
     "One row per mining method: negatives, false negatives and their rates."
     rows = {m: _false_row(false_negatives(neg, relevant)) for m, neg in mined.items()}

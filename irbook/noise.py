@@ -126,7 +126,7 @@ def embed(texts: list, encoder=None) -> np.ndarray:
         encoder = Encoder(progress=False)
     return encoder.encode(list(texts))
 
-
+# %% ../nbs/31_label_noise.ipynb #8f80c57e
 def near_duplicates(
     emb: np.ndarray, ids: list, threshold: float = 0.97
 ) -> pd.DataFrame:
@@ -145,7 +145,7 @@ def near_duplicates(
         }
     ).sort_values("cosine", ascending=False, ignore_index=True)
 
-
+# %% ../nbs/31_label_noise.ipynb #2e692705
 def near_duplicate_ids(
     emb: np.ndarray,
     ids: list,
@@ -169,7 +169,7 @@ def near_duplicate_ids(
     )
     return gone
 
-
+# %% ../nbs/31_label_noise.ipynb #3c4faaf6
 def drop_near_duplicates(
     pairs: list,
     emb: np.ndarray,
@@ -235,7 +235,7 @@ class LLMJudge:
         "Full, None or Unknown (LLMReplyError / LLMError for the filter to count)."
         return self.client.ask(self.prompt(pair, text), JUDGE_SCHEMA)["label"]
 
-
+# %% ../nbs/31_label_noise.ipynb #99e5b584
 class ContainmentJudge:
     "Lexical stand-in for the LLM judge: share of the answer's words in the chunk."
 
@@ -351,7 +351,7 @@ def positive_counts(questions: list, chunks: dict) -> pd.DataFrame:
         )
     return pd.DataFrame(rows).set_index("qid")
 
-
+# %% ../nbs/31_label_noise.ipynb #9ca16614
 def _positive_row(pc: pd.DataFrame, n_chunks: int) -> dict:
     "How many questions of a `positive_counts` table have 0, 1, more positives."
     n = pc.n_pos
@@ -366,7 +366,7 @@ def _positive_row(pc: pd.DataFrame, n_chunks: int) -> dict:
         "mean positives": n.mean(),
     }
 
-
+# %% ../nbs/31_label_noise.ipynb #3ce56460
 def multi_positive_table(questions: list, chunkings: dict) -> pd.DataFrame:
     "For each named chunking: questions with 0, 1 and more positive chunks."
     rows = {

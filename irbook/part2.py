@@ -37,7 +37,7 @@ def code_fingerprint() -> str:
     ]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
 
-
+# %% ../nbs/16_results.ipynb #785c684a
 def cached_run(name: str, make, *key, root=None) -> dict:
     "The run `make()` returns, cached on disk under a hash of its inputs and code."
     folder = Path(root) if root else cache_dir() / "runs"
@@ -224,10 +224,20 @@ def part2_scores(
                 score_run(r, chunks, questions).assign(chunking=cname, system=m)
             )
         frames.append(
-            ceiling(chunks, questions)[["chapter", "mrr", "recall"]].assign(
-                chunking=cname, system="ceiling"
-            )
+            ceiling(chunks, questions)[
+                ["chapter", "modified_mrr", "modified_recall"]
+            ].assign(chunking=cname, system="ceiling")
         )
     df = pd.concat(frames).reset_index()
     df["half"] = df["qid"].map(half)
-    return df[["chunking", "system", "qid", "chapter", "half", "mrr", "recall"]], params
+    return df[
+        [
+            "chunking",
+            "system",
+            "qid",
+            "chapter",
+            "half",
+            "modified_mrr",
+            "modified_recall",
+        ]
+    ], params

@@ -46,7 +46,7 @@ def _as_scores(x, name: str = "scores") -> np.ndarray:
         raise ValueError(f"{name} has a non-finite score {a[tuple(i)]} for query {q!r}")
     return a
 
-
+# %% ../nbs/05_choosing_metrics.ipynb #d193f2fc
 def _check(B, alpha=0.05):
     "Reject a resample count below 1 or an alpha outside (0, 1)."
     if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or B < 1:
@@ -87,7 +87,7 @@ class BootstrapCI:
     B: int
     samples: np.ndarray = field(repr=False, compare=False)
 
-
+# %% ../nbs/05_choosing_metrics.ipynb #d90c4b5b
 def bootstrap_ci(
     scores, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None
 ) -> BootstrapCI:
@@ -156,7 +156,7 @@ class PairedBootstrap:
     B: int
     samples: np.ndarray = field(repr=False, compare=False)
 
-
+# %% ../nbs/05_choosing_metrics.ipynb #464a0db1
 def _paired(a, b):
     "The per-query differences a - b, aligned on query ids when both are pandas Series."
     if isinstance(a, pd.Series) and isinstance(b, pd.Series):
@@ -176,7 +176,7 @@ def _paired(a, b):
         )
     return xa - xb
 
-
+# %% ../nbs/05_choosing_metrics.ipynb #21df291e
 def paired_bootstrap(
     a, b, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None
 ) -> PairedBootstrap:
@@ -232,7 +232,7 @@ def ranx_per_query(qrels, run, metrics, make_comparable: bool = False) -> dict:
     )
     return {m: np.asarray(out[m], np.float64) for m in metrics}
 
-
+# %% ../nbs/05_choosing_metrics.ipynb #08e58748
 def departs_from_ranx(metric: str, qrels) -> bool:
     "Where irbook follows trec_eval, not ranx: bpref lacking relevant/judged-0 docs."
     name, _, lvl = parse_metric(metric)
@@ -245,7 +245,7 @@ def departs_from_ranx(metric: str, qrels) -> bool:
             return True
     return False
 
-
+# %% ../nbs/05_choosing_metrics.ipynb #04631dba
 def vs_ranx(
     qrels,
     run,

@@ -46,7 +46,7 @@ class LLMConfig:
     model: str
     api_key: str = field(default="", repr=False)
 
-
+# %% ../nbs/30_synthetic_qa.ipynb #8861da44
 def llm_config(
     base_url: str | None = None, model: str | None = None, api_key: str | None = None
 ) -> LLMConfig | None:
@@ -64,7 +64,7 @@ def llm_config(
 class LLMError(Exception):
     "The endpoint could not give an answer (HTTP error, timeout, retries exhausted)."
 
-
+# %% ../nbs/30_synthetic_qa.ipynb #d578a791
 class LLMReplyError(LLMError):
     "The endpoint answered, but not with the JSON asked for (`.raw` holds it)."
 
@@ -72,7 +72,7 @@ class LLMReplyError(LLMError):
         super().__init__(msg)
         self.raw = raw
 
-
+# %% ../nbs/30_synthetic_qa.ipynb #81dfe19f
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
@@ -240,7 +240,7 @@ def book_pages(size: int = 500, chapters: list[int] | None = None) -> dict:
     "The chapters cut into 'pages' of about `size` words: {page_id: Chunk}."
     return chunk_book("tokens", chapters=chapters, size=size)
 
-
+# %% ../nbs/30_synthetic_qa.ipynb #5127bc8b
 def snippet(text: str, n: int = 80) -> str:
     "The first `n` characters of `text` on one line."
     t = " ".join(str(text).split())
@@ -310,7 +310,7 @@ def flat_text(text: str) -> str:
     "`normalize`d text with every run of white space collapsed to one space."
     return " ".join(normalize(text).split())
 
-
+# %% ../nbs/30_synthetic_qa.ipynb #2b8179df
 def citation_score(citation: str, text: str) -> float:
     "How well `citation` occurs in `text`, 0-100 (100 if verbatim)."
     from rapidfuzz import fuzz
@@ -333,7 +333,7 @@ class QAPair:
     page: str | None = None
     source: str = "llm"
 
-
+# %% ../nbs/30_synthetic_qa.ipynb #9854af71
 def generate_qa(
     pages: dict,
     client: LLMClient,

@@ -67,7 +67,7 @@ def _gains(labels, rel_lvl: int, burges: bool) -> np.ndarray:
     g = np.where(labels >= rel_lvl, labels, 0.0)
     return np.exp2(g) - 1 if burges else g
 
-
+# %% ../../nbs/04_graded_metrics.ipynb #d5be317e
 def _discounted_sum(gains, depth) -> np.ndarray:
     "Row sums of gains / log2(rank + 1) over the first `depth[q]` ranks of each row."
     ranks = np.arange(1, gains.shape[1] + 1)
@@ -76,7 +76,7 @@ def _discounted_sum(gains, depth) -> np.ndarray:
         1.0 / np.log2(ranks + 1)
     )  # one matrix-vector product
 
-
+# %% ../../nbs/04_graded_metrics.ipynb #1e53e793
 def _dcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
     "DCG@k of every query of `r`, linear or exponential gains."
     depth = r.cut(k)
@@ -85,13 +85,13 @@ def _dcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
     ]  # 0 for unjudged and padding; columns past every cut-off dropped
     return _discounted_sum(_gains(labels, rel_lvl, burges), depth)
 
-
+# %% ../../nbs/04_graded_metrics.ipynb #d5f11a89
 @register("dcg")
 def dcg(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "DCG at `k` with the label as gain (Järvelin & Kekäläinen)."
     return _dcg(r, k, rel_lvl, burges=False)
 
-
+# %% ../../nbs/04_graded_metrics.ipynb #b75dd308
 @register("dcg_burges")
 def dcg_burges(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "DCG at `k` with exponential gain 2**label - 1 (Burges et al.)."
@@ -104,13 +104,13 @@ def _idcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
     gains = _gains(r.ideal[:, :width], rel_lvl, burges)
     return _discounted_sum(gains, np.full(r.n_queries, width))
 
-
+# %% ../../nbs/04_graded_metrics.ipynb #e1184a06
 @register("ndcg")
 def ndcg(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Normalised DCG at `k` with the label as gain."
     return ratio(dcg(r, k, rel_lvl), _idcg(r, k, rel_lvl, burges=False))
 
-
+# %% ../../nbs/04_graded_metrics.ipynb #b07ac2de
 @register("ndcg_burges")
 def ndcg_burges(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Normalised DCG at `k` with Burges' gain 2**label - 1."

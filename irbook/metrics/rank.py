@@ -24,7 +24,7 @@ def _outline(ax, rank, color="black"):
     "Thick frame around the box at `rank` of a `plot_ranking` row."
     ax.add_patch(Rectangle((rank - 0.5, 0.03), 1.0, 0.94, fill=False, ec=color, lw=2.5))
 
-
+# %% ../../nbs/03_rank_metrics.ipynb #a7a51f60
 def plot_first_relevant(qrels, run, k: int = 0, rel_lvl: int = 1):
     "Each query's ranking as a row of boxes, its first relevant doc framed."
     r = to_ranked(qrels, run, keep_ids=True)

@@ -27,7 +27,7 @@ def _nb_insertion(A, R, low, high):
             j -= 1
         R[j] = k
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #ad293bf0
 def _nb_partition(A, R, low, high):
     mid = (low + high) >> 1
     if A[R[mid]] < A[R[low]]:
@@ -52,7 +52,7 @@ def _nb_partition(A, R, low, high):
     R[i], R[high] = R[high], R[i]
     return i
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #1abd2756
 def numba_argsort(a) -> list:
     "`np.argsort(a)` exactly as numba's default quicksort computes it (ties included)."
     A = [float(x) for x in a]
@@ -76,7 +76,7 @@ def numba_argsort(a) -> list:
             _nb_insertion(A, R, low, high)
     return R
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #60c74f76
 def ranx_order(scores, source: str = "Run") -> list:
     "The rank order ranx gives `scores` (insertion order matters for ties)."
     if source == "Run":
@@ -89,17 +89,17 @@ def _ranx_types():
     m = sys.modules.get("ranx")
     return (m.Qrels, m.Run) if m is not None else (None, None)
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #092243d5
 def is_qrels(x):
     Q, _ = _ranx_types()
     return Q is not None and isinstance(x, Q)
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #3b09a386
 def is_run(x):
     _, R = _ranx_types()
     return R is not None and isinstance(x, R)
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #1cad46be
 def sorted_ids(d):
     "Query ids sorted as ranx's Qrels sorts them."
     try:
@@ -123,11 +123,11 @@ def _typed_rows(obj):
     keys = list((obj.qrels if hasattr(obj, "qrels") else obj.run).keys())
     return keys, [np.asarray(a) for a in tl]
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #a20de486
 def _doc_hashes(d):
     return np.array([hash(x) for x in d], dtype=np.float64)
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #2d2aaa98
 def _dict_rows(d, qids, check) -> list:
     "Per query of `qids`, an array of rows [hash(doc), value], every value checked."
     rows = []
@@ -141,7 +141,7 @@ def _dict_rows(d, qids, check) -> list:
         )
     return rows
 
-
+# %% ../../nbs/06_ranx_compat.ipynb #874d13b2
 def from_ranx(qrels, run, make_comparable):
     "Flatten qrels/run where at least one is a ranx object, matching docs by hash."
     if is_qrels(qrels):

@@ -37,7 +37,7 @@ def _open_text(path):
         else open(path, encoding="utf-8")
     )
 
-
+# %% ../../nbs/01_qrels_and_runs.ipynb #9b231232
 _TREC = {  # kind: (fields, their names, value column, parse, what it must be, check)
     "qrels": (4, "qid iter docid label", 3, int, "an integer", check_label),
     "run": (6, "qid Q0 docid rank score tag", 4, float, "a number", check_score),
@@ -75,7 +75,7 @@ def _read_trec(path, kind: str) -> dict:
             docs[d] = x
     return out
 
-
+# %% ../../nbs/01_qrels_and_runs.ipynb #ccf1b32c
 def read_qrels(path) -> dict:
     "A TREC qrels file (.gz allowed) as a dict, malformed lines and duplicates refused."
     out = _read_trec(path, "qrels")
@@ -83,7 +83,7 @@ def read_qrels(path) -> dict:
         raise ValueError(f"{path}: qrels file holds no judgements")
     return out
 
-
+# %% ../../nbs/01_qrels_and_runs.ipynb #bca9fe05
 def read_run(path) -> dict:
     "A TREC (.gz allowed) or ranx .lz4/.json run file as a dict, duplicates refused."
     path = Path(path)
@@ -182,7 +182,7 @@ def _as_doc_dict(qid, docs, what):
         out[d] = v
     return out
 
-
+# %% ../../nbs/01_qrels_and_runs.ipynb #f0526fd8
 def _norm_dict(x, what):
     "A mapping {qid: {doc: value}} (or {qid: [(doc, value)]}) as a plain dict of dicts."
     if not hasattr(x, "items"):
@@ -307,7 +307,7 @@ def register(name: str):
 
     return deco
 
-
+# %% ../../nbs/01_qrels_and_runs.ipynb #ae913bb5
 def parse_metric(metric: str) -> tuple:
     "A ranx metric name like 'ndcg@10' split into (name, k or p, rel_lvl), checked."
     if not isinstance(metric, str):
@@ -354,7 +354,7 @@ def parse_metric(metric: str) -> tuple:
         )
     return name, param, rel_lvl
 
-
+# %% ../../nbs/01_qrels_and_runs.ipynb #f36653c6
 def check_p(p, what="p"):
     "Raise a ValueError unless 0 < `p` < 1 (RBP persistence)."
     if not (isinstance(p, (float, int, np.floating)) and 0 < p < 1):
@@ -362,7 +362,7 @@ def check_p(p, what="p"):
             f"{what}: persistence p must be strictly between 0 and 1, got {p!r}"
         )
 
-
+# %% ../../nbs/01_qrels_and_runs.ipynb #17b8120c
 def ratio(num, den) -> np.ndarray:
     "num/den per query, 0 where den is 0 (ranx's convention for empty cases)."
     num = np.asarray(num, np.float64)

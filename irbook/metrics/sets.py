@@ -40,7 +40,7 @@ def _legend(ax):
         frameon=False,
     )
 
-
+# %% ../../nbs/02_set_metrics.ipynb #95cbea87
 def plot_ranking(
     rel,
     judged=None,
@@ -133,7 +133,7 @@ def plot_ranking(
     fig.tight_layout()
     return fig
 
-
+# %% ../../nbs/02_set_metrics.ipynb #1941d726
 def plot_query(r: Ranked, query, contrib=None, **kwargs):
     "`plot_ranking` for one query of a `Ranked` (by id or row number)."
     i = r.query_ids.index(query) if query in r.query_ids else int(query)

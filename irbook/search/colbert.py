@@ -59,7 +59,7 @@ _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT.split(text) if len(s.split()) >= 4]
 
-
+# %% ../../nbs/14_colbert_search.ipynb #b5ab4488
 def pseudo_queries(
     chapters=FASTBOOK_CHAPTERS,
     seed: int = 0,
@@ -112,7 +112,7 @@ def token_states(
             masks.append(f["attention_mask"])
     return torch.cat(out), torch.cat(masks)
 
-
+# %% ../../nbs/14_colbert_search.ipynb #cc8de1a3
 def train_head(
     model,
     pairs: list,
@@ -180,7 +180,7 @@ class ColBERTSettings(Settings):
         "The library whose version also decides the model."
         return {"pylate": version("pylate")}
 
-
+# %% ../../nbs/14_colbert_search.ipynb #dad3ca1b
 def is_complete(folder, settings: ColBERTSettings) -> bool:
     "True if `folder` holds a finished model for `settings`."
     return folder_is_complete(folder, settings.digest())
@@ -218,7 +218,7 @@ def offline_colbert(
         rebuild,
     )
 
-
+# %% ../../nbs/14_colbert_search.ipynb #65d0ca6f
 def colbert_training_log(folder) -> dict:
     "The settings and per-step losses saved beside a model built by `offline_colbert`."
     return json.loads((Path(folder) / "irbook-train.json").read_text())
@@ -248,7 +248,7 @@ def maxsim(q: np.ndarray, d: np.ndarray) -> float:
     "Late-interaction score: per query token the best dot product, summed."
     return float((q @ d.T).max(axis=1).sum()) if len(d) else 0.0
 
-
+# %% ../../nbs/14_colbert_search.ipynb #4526d39f
 def maxsim_top(q: np.ndarray, emb: list, ids: list, cand, k: int) -> dict:
     "Top-`k` of the candidate rows `cand` by exact MaxSim against token vectors `emb`."
     cand = np.array(sorted(cand), dtype=np.int64)
@@ -256,7 +256,7 @@ def maxsim_top(q: np.ndarray, emb: list, ids: list, cand, k: int) -> dict:
     scores[cand] = [maxsim(q, emb[i]) for i in cand]
     return top_k(scores, ids, k, cand)
 
-
+# %% ../../nbs/14_colbert_search.ipynb #f9cd7952
 class ColBERTRetriever(Retriever):
     "Late-interaction retrieval with PyLate: Voyager candidates, exact MaxSim."
 
@@ -371,7 +371,7 @@ def _source_digest(src: Path) -> str:
         json.dumps(folder_hashes(src), sort_keys=True).encode()
     ).hexdigest()
 
-
+# %% ../../nbs/14_colbert_search.ipynb #1798992c
 def colbert_ai_metadata(model_dir) -> dict:
     "The colbert-ai settings equivalent to a saved PyLate ColBERT."
     src = Path(model_dir)
@@ -413,7 +413,7 @@ def colbert_ai_metadata(model_dir) -> dict:
         "interaction": "colbert",
     }
 
-
+# %% ../../nbs/14_colbert_search.ipynb #13f76a4e
 def colbert_ai_complete(folder, source) -> bool:
     "True if `folder` is a finished conversion of the PyLate model in `source`."
     return folder_is_complete(folder, _source_digest(source))
@@ -423,12 +423,12 @@ def _colbert_env():
     "Compile colbert-ai's C++ extensions once into the cache."
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(cache_dir() / "torch_extensions"))
 
-
+# %% ../../nbs/14_colbert_search.ipynb #b4017d8b
 def _mkdir(p: Path) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
 
-
+# %% ../../nbs/14_colbert_search.ipynb #fe0dbed8
 @contextmanager
 def _quiet(on: bool = True):
     "Silence colbert-ai's and RAGatouille's prints (stdout and stderr) while `on`."
@@ -443,7 +443,7 @@ def _quiet(on: bool = True):
         warnings.simplefilter("ignore")
         yield
 
-
+# %% ../../nbs/14_colbert_search.ipynb #690ef76d
 def colbert_ai_checkpoint(folder):
     "The colbert-ai `Checkpoint` of a checkpoint folder, on the CPU."
     _colbert_env()
@@ -457,7 +457,7 @@ def colbert_ai_checkpoint(folder):
             verbose=0,
         )
 
-
+# %% ../../nbs/14_colbert_search.ipynb #08e239ee
 CHECK_TEXTS = (
     "How do I pick a learning rate?",
     "what does a dot product of embeddings predict; a rating? " * 6,

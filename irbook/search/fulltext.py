@@ -15,7 +15,7 @@ from bm25s.stopwords import STOPWORDS_EN_PLUS
 from rank_bm25 import BM25Okapi
 from tqdm.auto import tqdm
 
-from ..core import Retriever
+from ..core import Retriever, deprecated_names
 from ..data import load_fts_keywords
 
 # %% ../../nbs/12_full_text_search.ipynb #8636dbf9
@@ -34,7 +34,7 @@ def _stem(tokens):
         _stemmer = Stemmer.Stemmer("english")
     return _stemmer.stemWords(tokens)
 
-
+# %% ../../nbs/12_full_text_search.ipynb #47a0e3e8
 def tokenize(
     text: str, stop_words: frozenset | None = None, stem: bool = False
 ) -> list[str]:
@@ -45,7 +45,7 @@ def tokenize(
     toks = [t for t in _WORD.findall(text.lower()) if t not in stop_words]
     return _stem(toks) if stem else toks
 
-
+# %% ../../nbs/12_full_text_search.ipynb #a15263d3
 def query_terms(
     text: str, stop_words: frozenset | None = None, stem: bool = False
 ) -> list[str]:
@@ -190,7 +190,7 @@ def chapter_filter(questions, chunks: dict) -> dict:
         by_chapter.setdefault(c.chapter, set()).add(cid)
     return {q.qid: by_chapter.get(q.chapter, set()) for q in questions}
 
-
+# %% ../../nbs/12_full_text_search.ipynb #cbe48cb0
 def keyword_queries(df=None) -> dict:
     "The author's LLM keywords as queries `{qid: 'kw1, kw2, ...'}`."
     df = load_fts_keywords() if df is None else df
@@ -198,3 +198,13 @@ def keyword_queries(df=None) -> dict:
         f"{r.chapter}_{r.question_number}": str(r.keywords).strip('"')
         for r in df.itertuples()
     }
+
+# %% ../../nbs/12_full_text_search.ipynb #0d8ff897
+# moved to irbook.core (the pipeline core chapter); the old names go next release
+__getattr__ = deprecated_names(
+    __name__,
+    {
+        n: f"irbook.core.{n}"
+        for n in ("check_docs", "check_queries", "allowed_rows", "top_k")
+    },
+)

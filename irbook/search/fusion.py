@@ -45,14 +45,14 @@ def _check_runs(runs) -> list:
                 )
     return list(runs)
 
-
+# %% ../../nbs/15_fusion_and_rerank.ipynb #78f5a8d4
 def _codes(*maps) -> dict:
     "Each doc id of `maps` ({q: {doc: x}}) as a 12-digit code, in first-seen order."
     # ranx compiles its numba code once per doc-id width: one width means one compile
     ids = dict.fromkeys(str(d) for m in maps for docs in m.values() for d in docs)
     return {d: f"{i:012d}" for i, d in enumerate(ids)}
 
-
+# %% ../../nbs/15_fusion_and_rerank.ipynb #1f528c31
 def _ranx_run(run: dict, qids: list, rank_based: bool, code: dict):
     "A ranx.Run of `run` on `qids`, doc ids coded (rank scores for rank-based methods)."
     from ranx import Run
@@ -66,7 +66,7 @@ def _ranx_run(run: dict, qids: list, rank_based: bool, code: dict):
         {q: {code[str(d)]: float(s) for d, s in run.get(q, {}).items()} for q in qids}
     )
 
-
+# %% ../../nbs/15_fusion_and_rerank.ipynb #cfa5b862
 def fuse(
     runs: list,
     method: str = "rrf",
@@ -113,7 +113,7 @@ def fuse(
         out[q] = top({doc[c]: float(s) * half for c, s in fused.get(q, {}).items()}, k)
     return out
 
-
+# %% ../../nbs/15_fusion_and_rerank.ipynb #7349b4bf
 def rrf(runs: list, k: int | None = 10, rrf_k: int = 60) -> dict:
     "Reciprocal rank fusion: each doc scores the sum of 1 / (rrf_k + rank)."
     return fuse(runs, method="rrf", norm=None, params={"k": rrf_k}, k=k)
@@ -128,7 +128,7 @@ def split_tune_report(qids, seed: int = 0, frac: float = 0.5) -> tuple[list, lis
     n = round(len(ids) * frac)
     return sorted(ids[:n]), sorted(ids[n:])
 
-
+# %% ../../nbs/15_fusion_and_rerank.ipynb #b3f5b037
 _WEIGHTED = {"wsum", "wmnz", "w_bordafuse", "w_condorcet", "mixed", "gmnz"}
 
 
@@ -214,7 +214,6 @@ __getattr__ = deprecated_names(
     __name__,
     {
         "split_questions": "irbook.search.fusion.split_tune_report",
-        "ranking": "irbook.core.ranking",
         "cached_run": "irbook.part2.cached_run",
         "part2_runs": "irbook.part2.part2_runs",
         "maxp_runs": "irbook.part2.maxp_runs",

@@ -1,5 +1,6 @@
 """ColBERT on this machine: the same trained offline model through PyLate and through
-RAGatouille (colbert-ai PLAID).
+RAGatouille (colbert-ai PLAID). (Not named colbert.py: run as a script, that file would
+shadow the colbert-ai package RAGatouille imports.)
 
 Each path runs in its own fresh process (path_stats_isolated, below) on
 one chapter's chunks (3 paragraphs + header) and that chapter's benchmark questions,
@@ -13,7 +14,7 @@ Also checks that both paths give the same top 10 up to ties. Needs ragatouille i
 (see the Makefile).
 
     IRBOOK_DATA=/path/to/data TORCH_EXTENSIONS_DIR=.cache/torch_extensions \
-        nice python bench/colbert.py [--chapter 8]
+        nice python bench/colbert_paths.py [--chapter 8]
 """
 
 import argparse
