@@ -368,3 +368,21 @@ def test_ragatouille_same_top_results_as_pylate(
     assert rag.search({"blank": "  "}, k=3) == {"blank": {}}
     with pytest.raises(ValueError, match="zz"):
         rag.search({"q": "x"}, k=2, filter={"q": {"zz"}})
+
+
+def test_voyager_inserts_on_one_thread():
+    "Voyager's threaded insertion races (different graphs, different runs): one thread."
+    from irbook.search.colbert import _OneThread
+
+    calls = []
+
+    class FakeIndex:
+        size = 3
+
+        def add_items(self, vectors, ids=None, num_threads=-1):
+            calls.append(num_threads)
+            return list(range(len(vectors)))
+
+    index = _OneThread(FakeIndex())
+    assert index.add_items([[0.0], [1.0]]) == [0, 1]
+    assert calls == [1] and index.size == 3

@@ -256,6 +256,20 @@ def maxsim_top(q: np.ndarray, emb: list, ids: list, cand, k: int) -> dict:
     scores[cand] = [maxsim(q, emb[i]) for i in cand]
     return top_k(scores, ids, k, cand)
 
+# %% ../../nbs/14_colbert_search.ipynb #476fe3dc
+class _OneThread:
+    "A voyager index inserting on one thread: the same graph, the same run, every time."
+
+    def __init__(self, index):
+        self._index = index
+
+    def add_items(self, vectors, ids=None):
+        "Insert `vectors` one after another (voyager's default threads race)."
+        return self._index.add_items(vectors, ids, num_threads=1)
+
+    def __getattr__(self, name):
+        return getattr(self._index, name)
+
 # %% ../../nbs/14_colbert_search.ipynb #f9cd7952
 class ColBERTRetriever(Retriever):
     "Late-interaction retrieval with PyLate: Voyager candidates, exact MaxSim."
@@ -335,6 +349,7 @@ class ColBERTRetriever(Retriever):
                 override=True,
                 embedding_size=self.emb[0].shape[1],
             )
+            self.voyager.index = _OneThread(self.voyager.index)
             self.voyager.add_documents(
                 documents_ids=self.ids, documents_embeddings=self.emb
             )
