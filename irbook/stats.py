@@ -9,11 +9,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .core import check_k
 from .metrics.runs import evaluate, parse_metric
 
 # %% auto #0
 __all__ = ['holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'plot_forest', 'PairedBootstrap',
-           'paired_bootstrap', 'plot_bootstrap_diff', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx']
+           'paired_bootstrap', 'randomization_test', 'plot_bootstrap_diff', 'ranx_per_query', 'departs_from_ranx',
+           'vs_ranx']
 
 # %% ../nbs/05_choosing_metrics.ipynb #975ee611
 def holm(p) -> np.ndarray:
@@ -189,6 +191,19 @@ def paired_bootstrap(
     return PairedBootstrap(
         float(d.mean()), float(low), float(high), float(p), alpha, int(B), m
     )
+
+# %% ../nbs/05_choosing_metrics.ipynb #b5b9c661
+def randomization_test(a, b, n: int = 10_000, seed=0, batch: int = 1000) -> float:
+    "Two-sided p-value of Fisher's paired randomisation test for mean(a - b)."
+    d = _paired(a, b)
+    check_k(n, "randomization_test", "n")
+    rng, observed, hits, done = np.random.default_rng(seed), abs(d.mean()), 0, 0
+    while done < n:
+        m = min(batch, n - done)
+        signs = rng.choice([-1.0, 1.0], size=(m, len(d)))
+        hits += int((np.abs(signs @ d) / len(d) >= observed - 1e-12).sum())
+        done += m
+    return (hits + 1) / (n + 1)
 
 # %% ../nbs/05_choosing_metrics.ipynb #d3189e01
 def plot_bootstrap_diff(res, ax=None, names: tuple = ("a", "b"), bins: int = 50):

@@ -64,7 +64,8 @@ def trec_eval_per_query(qrels, run, names):
 
 
 labels = st.integers(0, 3)
-tie_scores = st.sampled_from([0.0, 0.5, 1.0, 1.0, 1.0, 2.0, -1.0])
+# 1 +- 1e-12: distinct doubles, one 32-bit float (trec_eval keeps `float sim`)
+tie_scores = st.sampled_from([0.0, 0.5, 1.0, 1.0, 1.0 + 1e-12, 1.0 - 1e-12, 2.0, -1.0])
 
 
 @st.composite

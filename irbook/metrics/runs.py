@@ -26,7 +26,8 @@ from irbook.metrics.ranx_compat import (
 )
 
 # %% auto #0
-__all__ = ['METRICS', 'read_qrels', 'read_run', 'Ranked', 'to_ranked', 'register', 'parse_metric', 'check_p', 'ratio', 'evaluate']
+__all__ = ['TIES', 'METRICS', 'read_qrels', 'read_run', 'Ranked', 'trec_eval_order', 'to_ranked', 'register', 'parse_metric',
+           'check_p', 'ratio', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #b1ff1614
 def _open_text(path):
@@ -244,11 +245,33 @@ def _from_dicts(qd, rd, make_comparable):
 
     return qids, jl, lab, rl, rlab, sc, docs
 
+# %% ../../nbs/01_qrels_and_runs.ipynb #21b7e64b
+TIES = ("ranx", "trec_eval")
+
+
+def trec_eval_order(lengths, scores, ids, width: int) -> np.ndarray:
+    "Per row, trec_eval's rank order: score descending, then doc id descending."
+    row = np.repeat(np.arange(len(lengths)), lengths)
+    ids = np.asarray(ids, dtype=str)
+    code = np.unique(ids, return_inverse=True)[1].ravel() if len(ids) else row
+    sim = np.asarray(scores, np.float64).astype(np.float32)  # trec_eval's `float sim`
+    o = np.lexsort((-code, -sim, row))
+    starts = np.concatenate([[0], np.cumsum(lengths)])[:-1]
+    order = np.broadcast_to(np.arange(width), (len(lengths), width)).copy()
+    order[np.arange(width) < np.asarray(lengths)[:, None]] = o - starts[row[o]]
+    return order
+
 # %% ../../nbs/01_qrels_and_runs.ipynb #d704eb87
 def to_ranked(
-    qrels, run, make_comparable: bool = False, keep_ids: bool = False
+    qrels,
+    run,
+    make_comparable: bool = False,
+    keep_ids: bool = False,
+    ties: str = "ranx",
 ) -> Ranked:
-    "Validated `qrels` and `run` as a `Ranked`, ranks ordered exactly as ranx orders."
+    "Validated `qrels` and `run` as a `Ranked`, tied scores ordered as `ties` says."
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
     q_obj, r_obj = is_qrels(qrels), is_run(run)
     if not q_obj:
         qrels = _norm_dict(qrels, "qrels")
@@ -267,7 +290,9 @@ def to_ranked(
     # tie mixes labels
     key = _pad(rl, -sc, np.inf, np.float64)
     labs = _pad(rl, rlab, -2.0, np.float64)
-    if passes == 0:  # a sorted ranx Run: its stored order is the order ranx uses
+    if ties == "trec_eval":
+        order = trec_eval_order(rl, sc, docs(), key.shape[1])
+    elif passes == 0:  # a sorted ranx Run: its stored order is the order ranx uses
         order = np.broadcast_to(np.arange(key.shape[1]), key.shape).copy()
     else:
         order = np.argsort(key, axis=1, kind="stable")
@@ -373,14 +398,19 @@ def ratio(num, den) -> np.ndarray:
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #39482245
 def evaluate(
-    qrels, run, metrics, per_query: bool = False, make_comparable: bool = False
+    qrels,
+    run,
+    metrics,
+    per_query: bool = False,
+    make_comparable: bool = False,
+    ties: str = "ranx",
 ):
     "Score `run` against `qrels` with ranx-named `metrics` (one, a list, or per query)."
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     if not names:
         raise ValueError("no metric given")
     parsed = [parse_metric(m) for m in names]
-    r = to_ranked(qrels, run, make_comparable=make_comparable)
+    r = to_ranked(qrels, run, make_comparable=make_comparable, ties=ties)
     scores = {}
     for m, (name, param, lvl) in zip(names, parsed):
         scores[m] = np.asarray(METRICS[name](r, param, rel_lvl=lvl), dtype=np.float64)

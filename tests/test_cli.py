@@ -1,0 +1,185 @@
+"""`irbook eval`: values equal the library's, comparisons, formats, and bad input as one
+line on stderr with exit status 2."""
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import irbook.metrics as M
+from irbook.cli import compare, main, render, score_runs
+from irbook.stats import holm
+
+QRELS = "q1 0 a 1\nq1 0 b 0\nq1 0 c 2\nq2 0 d 1\nq3 0 e 1\nq3 0 f 1\n"
+RUNS = {
+    "bm25": {"q1": {"b": 3.0, "a": 2.0, "c": 1.0}, "q2": {"d": 1.0}, "q3": {"x": 1.0}},
+    "dense": {"q1": {"c": 3.0, "a": 2.0}, "q2": {"z": 2.0, "d": 1.0}, "q3": {"e": 2.0}},
+    "hybrid": {
+        "q1": {"a": 1.0, "c": 1.0},
+        "q2": {"d": 5.0},
+        "q3": {"f": 1.0, "e": 1.0},
+    },
+}
+
+
+def write_run(path, run, tag="sys"):
+    lines = [
+        f"{q} Q0 {d} {i} {s} {tag}"
+        for q, docs in run.items()
+        for i, (d, s) in enumerate(docs.items(), 1)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "qrels.trec").write_text(QRELS)
+    runs = [write_run(tmp_path / f"{n}.trec", r, n) for n, r in RUNS.items()]
+    return tmp_path / "qrels.trec", runs
+
+
+def cli(capsys, *args):
+    status = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_one_run_json_equals_evaluate(files, capsys):
+    qrels, runs = files
+    ms = ["ndcg@10", "mrr", "map", "recall@2", "precision@1"]
+    status, out, err = cli(
+        capsys, "eval", qrels, runs[0], "-m", *ms, "--format", "json"
+    )
+    assert status == 0 and err == ""
+    want = M.evaluate(M.read_qrels(qrels), RUNS["bm25"], ms)
+    assert json.loads(out) == pytest.approx(want, abs=1e-12)
+
+
+def test_ties_trec_eval_flag(files, capsys):
+    qrels, runs = files
+    args = ("eval", qrels, runs[2], "-m", "mrr", "--format", "json")
+    _, ranx_out, _ = cli(capsys, *args)
+    _, trec_out, _ = cli(capsys, *args, "--ties", "trec_eval")
+    q = M.read_qrels(qrels)
+    assert json.loads(trec_out)["mrr"] == pytest.approx(
+        M.evaluate(q, RUNS["hybrid"], "mrr", ties="trec_eval")
+    )
+    assert json.loads(ranx_out)["mrr"] == pytest.approx(
+        M.evaluate(q, RUNS["hybrid"], "mrr")
+    )
+
+
+def test_per_query_csv(files, capsys):
+    qrels, runs = files
+    status, out, _ = cli(
+        capsys, "eval", qrels, runs[1], "-m", "mrr", "-q", "--format", "csv"
+    )
+    rows = dict(line.split(",") for line in out.strip().splitlines()[1:])
+    per_q = M.evaluate(M.read_qrels(qrels), RUNS["dense"], "mrr", per_query=True)
+    assert status == 0 and {q: float(v) for q, v in rows.items()} == pytest.approx(
+        per_q["mrr"].to_dict()
+    )
+
+
+@pytest.mark.parametrize("test", ["t", "fisher", "bootstrap"])
+def test_comparison_holm_over_all_comparisons(files, test):
+    qrels, runs = files
+    ms = ["mrr", "ndcg@3"]
+    table = compare(score_runs(M.read_qrels(qrels), runs, ms), test=test)
+    tested = table.dropna(subset=["p"])
+    assert len(tested) == 2 * len(ms)  # (runs - 1) x metrics, one Holm family
+    assert np.allclose(tested.p_holm, holm(tested.p.to_numpy()))
+    for (run, m), row in tested.iterrows():
+        assert row["diff"] == pytest.approx(
+            table.loc[(run, m), "mean"] - table.loc[("bm25", m), "mean"]
+        )
+        assert row["low"] <= row["diff"] <= row["high"]
+
+
+def test_baseline_and_markdown_letters(files, capsys):
+    qrels, runs = files
+    status, out, _ = cli(
+        capsys,
+        "eval",
+        qrels,
+        *runs,
+        "-m",
+        "mrr",
+        "--baseline",
+        "dense",
+        "--format",
+        "md",
+    )
+    assert status == 0
+    assert "(a) bm25" in out and "(b) dense" in out and "(c) hybrid" in out
+    table = compare(score_runs(M.read_qrels(qrels), runs, ["mrr"]), baseline="dense")
+    assert table.loc[("dense", "mrr")].isna()["p"]  # the baseline is not tested
+
+
+def test_superscripts_mark_significant_wins():
+    import pandas as pd
+
+    n = 40
+    good = pd.DataFrame({"mrr": np.ones(n)}, index=[f"q{i}" for i in range(n)])
+    bad = pd.DataFrame({"mrr": np.zeros(n)}, index=good.index)
+    md = render(compare({"base": bad, "new": good}), "md")
+    assert "1.0000<sup>a</sup>" in md  # the run beats the baseline (a)
+    md = render(compare({"base": good, "new": bad}), "md")
+    assert "1.0000<sup>b</sup>" in md  # the baseline beats run b
+    latex = render(compare({"base": bad, "new": good}), "latex")
+    assert "1.0000$^{a}$" in latex
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["{q}", "{d}/missing.trec"], "No such file or directory"),
+        (["{q}", "{d}/broken.trec"], "broken.trec, line 2"),
+        (["{q}", "{r}", "-m", "ndcg@x"], "k after '@' must be an integer"),
+        (["{q}", "{r}", "-m", "nope@10"], "unknown metric 'nope'"),
+        (["{q}", "{d}/extra.trec"], "do not match"),
+        (["{q}", "{r}", "{r}"], "two runs are named"),
+        (["{q}", "{r}", "{r2}", "-q"], "one run"),
+    ],
+)
+def test_bad_input_one_line_exit_2(files, tmp_path, capsys, args, message):
+    qrels, runs = files
+    (tmp_path / "broken.trec").write_text("q1 Q0 a 1 0.9 x\nq2 Q0 c 1\n")
+    write_run(tmp_path / "extra.trec", {**RUNS["bm25"], "q9": {"a": 1.0}})
+    subs = dict(q=qrels, d=tmp_path, r=runs[0], r2=runs[1])
+    status, out, err = cli(capsys, "eval", *[a.format(**subs) for a in args])
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("irbook eval: error: "), err
+    assert message in err, err
+
+
+def test_make_comparable_scores_missing_queries_as_zero(files, tmp_path, capsys):
+    qrels, _ = files
+    partial = write_run(tmp_path / "partial.trec", {"q1": RUNS["bm25"]["q1"]})
+    args = ("eval", qrels, partial, "-m", "mrr", "--format", "json")
+    assert cli(capsys, *args)[0] == 2
+    status, out, _ = cli(capsys, *args, "--make-comparable")
+    assert status == 0 and json.loads(out)["mrr"] == pytest.approx((1 / 2) / 3)
+
+
+def test_console_script(files):
+    "The installed `irbook` command (pyproject [project.scripts]) runs `irbook eval`."
+    exe = shutil.which(
+        "irbook", path=str(__import__("pathlib").Path(sys.executable).parent)
+    )
+    if exe is None:
+        pytest.skip("the irbook console script is installed by `pip install -e .`")
+    qrels, runs = files
+    p = subprocess.run(
+        [exe, "eval", str(qrels), str(runs[0]), "-m", "mrr", "--format", "json"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["mrr"] == pytest.approx(
+        M.evaluate(M.read_qrels(qrels), RUNS["bm25"], "mrr")
+    )
