@@ -16,7 +16,14 @@ from tqdm.auto import tqdm
 
 from .core import QueryMismatch
 from .data import DataError
-from .metrics import TIES, evaluate, parse_metric, read_qrels, read_run
+from irbook.metrics import (
+    TIES,
+    Columns,
+    evaluate,
+    parse_metric,
+    read_columns,
+    read_run,
+)
 from .stats import holm, paired_bootstrap, randomization_test
 
 # %% auto #0
@@ -40,7 +47,8 @@ def score_runs(
     progress: bool | None = None,
 ) -> dict:
     "`{run name: per-query DataFrame}` for every run file in `paths`."
-    out = {}
+    qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
+    qd, out = None, {}
     # a bar on stderr, when a person watches (a terminal) and there is more than one run
     quiet = progress is False or (
         progress is None and (len(paths) < 2 or not sys.stderr.isatty())
@@ -55,9 +63,13 @@ def score_runs(
         name = run_name(p)
         if name in out:
             raise ValueError(f"two runs are named {name!r}: rename one of the files")
-        run = read_run(p)
+        if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
+            qd = qd or qc.to_dict()
+            q, run = qd, read_run(p)
+        else:  # TREC text: the columnar reader
+            q, run = qc, read_columns(p, "run")
         out[name] = evaluate(
-            qrels,
+            q,
             run,
             metrics,
             per_query=True,
@@ -223,7 +235,7 @@ def run_eval(a: argparse.Namespace) -> str:
         parse_metric(m)
     if a.per_query and len(a.runs) > 1:
         raise ValueError("-q/--per-query takes one run")
-    qrels = read_qrels(a.qrels)
+    qrels = read_columns(a.qrels, "qrels")
     per_query = score_runs(qrels, a.runs, a.metrics, a.ties, a.make_comparable)
     if a.per_query:
         ((name, df),) = per_query.items()

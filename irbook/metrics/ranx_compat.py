@@ -191,11 +191,11 @@ def from_ranx(qrels, run, make_comparable):
     rlab = np.where(found, lab[o][p] if len(kq_s) else 0.0, -1.0)
     r_obj = is_run(run)
 
-    def docs():
+    def docs(sub=None):
         out = []
         for q in qids:
             if q in pos:
                 out.extend(dict(run[q]).keys() if r_obj else run[q].keys())
-        return out
+        return out if sub is None else [out[j] for j in sub]
 
     return qids, jl, lab, rl, rlab, sc, docs

@@ -26,8 +26,8 @@ from irbook.metrics.ranx_compat import (
 )
 
 # %% auto #0
-__all__ = ['TIES', 'METRICS', 'read_qrels', 'read_run', 'Ranked', 'trec_eval_order', 'to_ranked', 'register', 'parse_metric',
-           'check_p', 'ratio', 'evaluate']
+__all__ = ['TIES', 'METRICS', 'read_qrels', 'read_run', 'Columns', 'read_columns', 'Ranked', 'trec_eval_order', 'to_ranked',
+           'register', 'parse_metric', 'check_p', 'ratio', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #b1ff1614
 def _open_text(path):
@@ -97,6 +97,161 @@ def read_run(path) -> dict:
     if path.suffix == ".json":
         return json.loads(path.read_text())
     return _read_trec(path, "run")
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #02c5bcfc
+@dataclass
+class Columns:
+    "A qrels or run as flat columns: codes into query and doc id lists, and values."
+
+    kind: str  # "qrels" or "run"
+    qcode: np.ndarray  # (n,) int: row -> index into qids
+    qids: np.ndarray  # unique query ids (str)
+    dcode: np.ndarray  # (n,) int: row -> index into docs
+    docs: object  # unique doc ids: a NumPy or pyarrow array of str
+    values: np.ndarray  # (n,) float64: labels or scores, in file order
+
+    def __len__(self):
+        return len(self.values)
+
+    @classmethod
+    def from_dict(cls, d: dict, kind: str) -> "Columns":
+        "Columns of a `{qid: {doc: value}}` dict (rows in dict order)."
+        q = [qid for qid, docs in d.items() for _ in docs]
+        doc = [x for docs in d.values() for x in docs]
+        n = len(q)
+        vals = np.fromiter((v for x in d.values() for v in x.values()), float, n)
+        qids, qcode = np.unique(np.asarray(q, dtype=str), return_inverse=True)
+        docs, dcode = np.unique(np.asarray(doc, dtype=str), return_inverse=True)
+        return cls(kind, qcode.ravel(), qids, dcode.ravel(), docs, vals)
+
+    def to_dict(self) -> dict:
+        "The columns as `{qid: {doc: value}}` (labels as int for qrels)."
+        docs = np.asarray(self.docs, dtype=object)
+        cast = int if self.kind == "qrels" else float
+        out = {}
+        for q, d, v in zip(self.qids[self.qcode], docs[self.dcode], self.values):
+            out.setdefault(str(q), {})[str(d)] = cast(v)
+        return out
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #2306ce3c
+def _arrow_table(path, width: int):
+    "The fields as a pyarrow table of strings, or None if not one-char separated."
+    import pyarrow as pa  # imported on use: only the columnar reader needs it
+    import pyarrow.csv as pc
+
+    with _open_text(path) as f:
+        first = f.readline()
+    delim = "\t" if "\t" in first and " " not in first.strip() else " "
+    if len(first.rstrip("\r\n").split(delim)) != width:
+        return None  # runs of spaces or mixed separators: the line reader handles it
+    names = [f"f{i}" for i in range(width)]
+    try:
+        return pc.read_csv(
+            path,
+            read_options=pc.ReadOptions(column_names=names),
+            parse_options=pc.ParseOptions(delimiter=delim, quote_char=False),
+            convert_options=pc.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string())
+            ),
+        )
+    except (pa.ArrowInvalid, ValueError):
+        return None
+
+
+def _columns_ok(c: Columns) -> bool:
+    "True if every value is valid for its kind and no (query, doc) pair repeats."
+    v = c.values
+    ok = bool(np.isfinite(v).all())
+    if c.kind == "qrels":
+        ok = ok and bool((v >= 0).all() and (v == np.floor(v)).all())
+    key = c.qcode * max(len(c.docs), 1) + c.dcode
+    return ok and len(np.unique(key)) == len(key)
+
+
+def read_columns(path, kind: str) -> Columns:
+    "A TREC qrels or run file as `Columns`: fast, memory in proportion to the file."
+    if kind not in _TREC:
+        raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
+    width, col = _TREC[kind][0], _TREC[kind][2]
+    t = _arrow_table(path, width)
+    if t is not None and t.num_rows:
+        q = t.column("f0").combine_chunks().dictionary_encode()
+        d = t.column("f2").combine_chunks().dictionary_encode()
+        try:
+            vals = t.column(f"f{col}").cast("float64").to_numpy()
+        except Exception:  # a value that is not a number: the line reader names it
+            vals = None
+        if vals is not None:
+            c = Columns(
+                kind,
+                q.indices.to_numpy().astype(np.int64),
+                np.asarray(q.dictionary.to_pylist(), dtype=str),
+                d.indices.to_numpy().astype(np.int64),
+                d.dictionary,
+                np.asarray(vals, np.float64),
+            )
+            if _columns_ok(c):
+                return c
+    # anything unusual: the checked line reader, which names the file, line and query
+    c = Columns.from_dict(_read_trec(path, kind), kind)
+    if kind == "qrels" and not len(c):
+        raise ValueError(f"{path}: qrels file holds no judgements")
+    return c
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #5611a366
+def _lookup(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
+    "Index of each of `keys` in the unsorted str array `table`, -1 where absent."
+    order = np.argsort(table, kind="stable")
+    srt = table[order]
+    pos = np.searchsorted(srt, keys).clip(max=max(len(srt) - 1, 0))
+    hit = (srt[pos] == keys) if len(srt) else np.zeros(len(keys), bool)
+    return np.where(hit, order[pos] if len(srt) else 0, -1)
+
+
+def _doc_index(run_docs, qrels_docs) -> np.ndarray:
+    "For every run doc id, its index among the qrels doc ids (-1: not judged)."
+    import pyarrow as pa  # imported on use: only the columnar path needs it
+    import pyarrow.compute as pc
+
+    idx = pc.index_in(
+        pa.array(run_docs, pa.string()), pa.array(qrels_docs, pa.string())
+    )
+    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _from_columns(qc: Columns, rc: Columns, make_comparable: bool):
+    "Flat, query-ordered arrays (as `_from_dicts` makes) from qrels and run columns."
+    qids = sorted_ids(list(qc.qids))
+    nq = len(qids)
+    qrank = np.empty(len(qc.qids), np.int64)
+    qrank[np.argsort(qc.qids, kind="stable")] = np.arange(nq)
+    run_rank = _lookup(rc.qids, np.asarray(qids, dtype=str))
+    if not make_comparable:
+        check_same_queries(qids, list(rc.qids))
+    qr = qrank[qc.qcode]
+    oq = np.argsort(qr, kind="stable")
+    jl, lab = np.bincount(qr, minlength=nq), qc.values[oq]
+    rq = run_rank[rc.qcode]
+    keep = np.flatnonzero(rq >= 0)
+    idx = keep[np.argsort(rq[keep], kind="stable")]
+    rl, sc = np.bincount(rq[keep], minlength=nq), rc.values[idx]
+    # each retrieved doc's label: look (query, doc) up among the judgements
+    nd = max(len(qc.docs), 1)
+    qkey = qr[oq] * nd + qc.dcode[oq]
+    ks = np.argsort(qkey, kind="stable")
+    jd = _doc_index(rc.docs, qc.docs)[rc.dcode[idx]]
+    rkey = rq[idx] * nd + jd
+    pos = np.searchsorted(qkey[ks], rkey).clip(max=max(len(ks) - 1, 0))
+    found = (jd >= 0) & (qkey[ks][pos] == rkey) if len(ks) else jd < -1
+    rlab = np.where(found, lab[ks][pos] if len(ks) else 0.0, -1.0)
+
+    def docs(sub=None):
+        rows = rc.dcode[idx if sub is None else idx[sub]]
+        d = rc.docs
+        got = d[rows] if isinstance(d, np.ndarray) else d.take(rows).to_pylist()
+        return np.asarray(got, dtype=object)
+
+    return qids, jl.astype(np.int64), lab, rl.astype(np.int64), rlab, sc, docs
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #43807ff8
 @dataclass
@@ -240,8 +395,9 @@ def _from_dicts(qd, rd, make_comparable):
         int(rl.sum()),
     )
 
-    def docs():
-        return list(chain.from_iterable(r.keys() for r in runs))
+    def docs(sub=None):
+        ids = list(chain.from_iterable(r.keys() for r in runs))
+        return ids if sub is None else [ids[j] for j in sub]
 
     return qids, jl, lab, rl, rlab, sc, docs
 
@@ -249,16 +405,24 @@ def _from_dicts(qd, rd, make_comparable):
 TIES = ("ranx", "trec_eval")
 
 
-def trec_eval_order(lengths, scores, ids, width: int) -> np.ndarray:
+def trec_eval_order(lengths, scores, docs, width: int) -> np.ndarray:
     "Per row, trec_eval's rank order: score descending, then doc id descending."
+    lengths = np.asarray(lengths)
     row = np.repeat(np.arange(len(lengths)), lengths)
-    ids = np.asarray(ids, dtype=str)
-    code = np.unique(ids, return_inverse=True)[1].ravel() if len(ids) else row
     sim = np.asarray(scores, np.float64).astype(np.float32)  # trec_eval's `float sim`
-    o = np.lexsort((-code, -sim, row))
+    o = np.lexsort((-sim, row))  # tied scores keep their input order for now
+    same = np.r_[False, (row[o][1:] == row[o][:-1]) & (sim[o][1:] == sim[o][:-1])]
+    if same.any():  # order each group of tied scores by doc id, descending
+        tied = np.flatnonzero(same | np.r_[same[1:], False])
+        group = (np.cumsum(~same) - 1)[tied]
+        ids = (
+            docs(o[tied]) if callable(docs) else np.asarray(docs, dtype=object)[o[tied]]
+        )
+        code = np.unique(np.asarray(ids, dtype=str), return_inverse=True)[1].ravel()
+        o[tied] = o[tied][np.lexsort((-code, group))]
     starts = np.concatenate([[0], np.cumsum(lengths)])[:-1]
     order = np.broadcast_to(np.arange(width), (len(lengths), width)).copy()
-    order[np.arange(width) < np.asarray(lengths)[:, None]] = o - starts[row[o]]
+    order[np.arange(width) < lengths[:, None]] = o - starts[row[o]]
     return order
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #d704eb87
@@ -272,17 +436,24 @@ def to_ranked(
     "Validated `qrels` and `run` as a `Ranked`, tied scores ordered as `ties` says."
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
+    cols = isinstance(qrels, Columns), isinstance(run, Columns)
+    if any(cols) and not all(cols):
+        raise ValueError("pass qrels and run both as Columns (read_columns) or neither")
     q_obj, r_obj = is_qrels(qrels), is_run(run)
-    if not q_obj:
+    if not q_obj and not all(cols):
         qrels = _norm_dict(qrels, "qrels")
-    if not r_obj:
+    if not r_obj and not all(cols):
         run = _norm_dict(run, "run")
-    if len(qrels) == 0 or (not q_obj and not any(len(v) for v in qrels.values())):
+    if len(qrels) == 0 or (
+        not q_obj and not all(cols) and not any(len(v) for v in qrels.values())
+    ):
         raise ValueError("qrels is empty: there is nothing to evaluate against")
     # how many times ranx sorts the run: Run(dict) sorts once; make_comparable sorts
     # again
     passes = int(make_comparable and run.sorted) if r_obj else 1 + int(make_comparable)
-    if q_obj or r_obj:
+    if all(cols):
+        qids, jl, lab, rl, rlab, sc, docs = _from_columns(qrels, run, make_comparable)
+    elif q_obj or r_obj:
         qids, jl, lab, rl, rlab, sc, docs = from_ranx(qrels, run, make_comparable)
     else:
         qids, jl, lab, rl, rlab, sc, docs = _from_dicts(qrels, run, make_comparable)
@@ -291,7 +462,7 @@ def to_ranked(
     key = _pad(rl, -sc, np.inf, np.float64)
     labs = _pad(rl, rlab, -2.0, np.float64)
     if ties == "trec_eval":
-        order = trec_eval_order(rl, sc, docs(), key.shape[1])
+        order = trec_eval_order(rl, sc, docs, key.shape[1])
     elif passes == 0:  # a sorted ranx Run: its stored order is the order ranx uses
         order = np.broadcast_to(np.arange(key.shape[1]), key.shape).copy()
     else:

@@ -1,0 +1,139 @@
+"""The columnar reader: TREC files read into Columns score exactly as the same files
+read into dicts, for every metric, both tie rules, with and without make_comparable; bad
+files fail with the line reader's message."""
+
+import gzip
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import irbook.metrics as M
+from irbook.metrics.runs import Columns, read_columns
+
+DOCS = [f"d{i}" for i in range(12)] + ["D1", "文書", "é9", "z", "a"]
+N = int(os.environ.get("IRBOOK_HYPOTHESIS_EXAMPLES", 300))
+HSET = dict(
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+METRICS = [
+    f"{m}{k}"
+    for m in sorted(M.METRICS)
+    if m != "rbp"
+    for k in ("", "@1", "@3", "@10-l2")
+] + ["rbp.8"]
+
+
+@st.composite
+def qrels_and_run(draw):
+    nq = draw(st.integers(1, 4))
+    qrels, run = {}, {}
+    for i in range(nq):
+        q = f"q{i}"
+        judged = draw(
+            st.lists(st.sampled_from(DOCS), min_size=1, max_size=8, unique=True)
+        )
+        qrels[q] = {d: draw(st.integers(0, 3)) for d in judged}
+        if draw(st.booleans()) or i == 0:
+            docs = draw(
+                st.lists(st.sampled_from(DOCS), min_size=1, max_size=12, unique=True)
+            )
+            scores = st.sampled_from([0.0, 1.0, 1.0, 2.5, 1.0 + 1e-12])
+            run[q] = {d: draw(scores) for d in docs}
+    if draw(st.booleans()):
+        run["zz"] = {"d1": 1.0}  # a run query without judgements
+    return qrels, run
+
+
+def write(folder: Path, qrels: dict, run: dict, sep=" ", gz=False):
+    qp, rp = folder / "q.trec", folder / ("r.trec.gz" if gz else "r.trec")
+    qp.write_text(
+        "".join(
+            f"{q}{sep}0{sep}{d}{sep}{v}\n"
+            for q, x in qrels.items()
+            for d, v in x.items()
+        )
+    )
+    lines = "".join(
+        f"{q} Q0 {d} {i} {s!r} t\n"
+        for q, x in run.items()
+        for i, (d, s) in enumerate(x.items(), 1)
+    )
+    if gz:
+        with gzip.open(rp, "wt", encoding="utf-8") as f:
+            f.write(lines)
+    else:
+        rp.write_text(lines)
+    return qp, rp
+
+
+@settings(max_examples=N, **HSET)
+@given(
+    qrels_and_run(),
+    st.sampled_from([" ", "\t"]),
+    st.booleans(),
+    st.sampled_from(M.TIES),
+)
+def test_columns_score_like_dicts(data, sep, gz, ties):
+    qrels, run = data
+    with tempfile.TemporaryDirectory() as tmp:
+        qp, rp = write(Path(tmp), qrels, run, sep, gz)
+        qd, rd = M.read_qrels(qp), M.read_run(rp)
+        qc, rc = read_columns(qp, "qrels"), read_columns(rp, "run")
+    assert qc.to_dict() == qd and rc.to_dict() == rd
+    for mc in (True, False):
+        try:
+            want = M.evaluate(
+                qd, rd, METRICS, per_query=True, make_comparable=mc, ties=ties
+            )
+        except ValueError as e:  # query mismatch without make_comparable
+            with pytest.raises(ValueError, match="do not match"):
+                M.evaluate(qc, rc, METRICS, make_comparable=mc, ties=ties)
+            assert "do not match" in str(e)
+            continue
+        got = M.evaluate(qc, rc, METRICS, per_query=True, make_comparable=mc, ties=ties)
+        assert list(got.index) == list(want.index)
+        np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=0, atol=1e-12)
+
+
+def test_bad_files_fail_like_the_line_reader(tmp_path):
+    cases = {
+        "short.trec": ("q1 Q0 a 1 0.5 t\nq1 Q0 b 2\n", "run"),
+        "nan.trec": ("q1 Q0 a 1 nan t\n", "run"),
+        "word.trec": ("q1 Q0 a 1 high t\n", "run"),
+        "dup.trec": ("q1 Q0 a 1 0.5 t\nq1 Q0 a 2 0.4 t\n", "run"),
+        "half.qrels": ("q1 0 a 1.5\n", "qrels"),
+        "neg.qrels": ("q1 0 a -1\n", "qrels"),
+        "empty.qrels": ("", "qrels"),
+    }
+    for name, (text, kind) in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        reader = M.read_qrels if kind == "qrels" else M.read_run
+        with pytest.raises(ValueError) as want:
+            reader(p)
+        with pytest.raises(ValueError) as got:
+            read_columns(p, kind)
+        assert str(got.value) == str(want.value), name
+
+
+def test_spaces_runs_and_mixed_separators(tmp_path):
+    p = tmp_path / "r.trec"
+    p.write_text("q1  Q0 a 1 0.5 t\nq1\tQ0\tb\t2\t0.25\tt\n")
+    assert (
+        read_columns(p, "run").to_dict()
+        == M.read_run(p)
+        == {"q1": {"a": 0.5, "b": 0.25}}
+    )
+
+
+def test_mixing_columns_and_dicts_is_refused():
+    c = Columns.from_dict({"q": {"a": 1}}, "qrels")
+    with pytest.raises(ValueError, match="both as Columns"):
+        M.evaluate(c, {"q": {"a": 1.0}}, "mrr")
