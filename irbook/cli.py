@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import ttest_rel
 from tqdm.auto import tqdm
 
 from .core import QueryMismatch
@@ -86,6 +85,8 @@ def paired_p(a, b, test: str = "t", seed=0) -> float:
     "Two-sided p-value of a paired test of mean(a - b): t, fisher or bootstrap."
     a, b = np.asarray(a, float), np.asarray(b, float)
     if test == "t":
+        from scipy.stats import ttest_rel  # on use: scipy costs 0.7 s to import
+
         with warnings.catch_warnings():  # constant differences: scipy warns, p is nan
             warnings.simplefilter("ignore")
             p = ttest_rel(a, b).pvalue

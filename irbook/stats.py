@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -126,6 +125,8 @@ def bootstrap_table(
 # %% ../nbs/05_choosing_metrics.ipynb #525f40cb
 def plot_forest(cis, ax=None, title: str | None = None, sort: bool = True):
     "Forest plot of a `bootstrap_table` result: mean as a dot, interval as a bar."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+
     d = cis.sort_values("mean") if sort else cis.iloc[::-1]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 0.35 * len(d) + 1))
@@ -208,6 +209,8 @@ def randomization_test(a, b, n: int = 10_000, seed=0, batch: int = 1000) -> floa
 # %% ../nbs/05_choosing_metrics.ipynb #d3189e01
 def plot_bootstrap_diff(res, ax=None, names: tuple = ("a", "b"), bins: int = 50):
     "Histogram of a `paired_bootstrap` result's differences, interval and zero marked."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3))
     ax.hist(res.samples, bins=bins, color="tab:blue", alpha=0.7)

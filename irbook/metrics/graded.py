@@ -4,7 +4,6 @@
 __all__ = ['plot_log_discount', 'plot_gains', 'dcg', 'dcg_burges', 'ndcg', 'ndcg_burges', 'plot_dcg_vs_ideal']
 
 # %% ../../nbs/04_graded_metrics.ipynb #be2c2c0f
-import matplotlib.pyplot as plt
 import numpy as np
 
 from .runs import Ranked, ratio, register, to_ranked
@@ -13,6 +12,8 @@ from .sets import plot_ranking
 # %% ../../nbs/04_graded_metrics.ipynb #0627b493
 def plot_log_discount(depth: int = 20, ax=None):
     "DCG's discount 1/log2(i+1) per rank, beside reciprocal rank's 1/i for comparison."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.2))
     i = np.arange(1, depth + 1)
@@ -45,6 +46,8 @@ def plot_log_discount(depth: int = 20, ax=None):
 # %% ../../nbs/04_graded_metrics.ipynb #88e3b7b4
 def plot_gains(max_label: int = 4, ax=None):
     "Gain of each label: linear next to exponential (2**label - 1)."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3))
     lab = np.arange(max_label + 1)
@@ -121,6 +124,8 @@ def plot_dcg_vs_ideal(
     qrels, run, query=None, k: int = 0, rel_lvl: int = 1, burges: bool = False
 ):
     "One query's ranking and its ideal ranking with their DCG contributions."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+
     r = to_ranked(qrels, run, keep_ids=True)
     q = r.query_ids[0] if query is None else query
     i = r.query_ids.index(q)

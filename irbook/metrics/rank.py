@@ -5,9 +5,7 @@ __all__ = ['mrr', 'plot_first_relevant', 'average_precision', 'plot_average_prec
            'plot_bpref_pairs']
 
 # %% ../../nbs/03_rank_metrics.ipynb #ca8f8263
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from .runs import Ranked, check_p, ratio, register, to_ranked
 from .sets import plot_query
@@ -22,11 +20,15 @@ def mrr(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 # %% ../../nbs/03_rank_metrics.ipynb #75054430
 def _outline(ax, rank, color="black"):
     "Thick frame around the box at `rank` of a `plot_ranking` row."
+    from matplotlib.patches import Rectangle
+
     ax.add_patch(Rectangle((rank - 0.5, 0.03), 1.0, 0.94, fill=False, ec=color, lw=2.5))
 
 # %% ../../nbs/03_rank_metrics.ipynb #a7a51f60
 def plot_first_relevant(qrels, run, k: int = 0, rel_lvl: int = 1):
     "Each query's ranking as a row of boxes, its first relevant doc framed."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+
     r = to_ranked(qrels, run, keep_ids=True)
     hit = r.relevant(rel_lvl) & r.top(k)
     rr = mrr(r, k, rel_lvl)
@@ -119,6 +121,8 @@ def plot_average_precision(qrels, run, query=None, k: int = 0, rel_lvl: int = 1)
 # %% ../../nbs/03_rank_metrics.ipynb #785f2805
 def plot_rbp_weights(ps=(0.5, 0.8, 0.95), depth: int = 20, ax=None):
     "RBP's weight (1 - p) p**(i-1) at each rank i for several persistences p."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.4))
     ranks = np.arange(1, depth + 1)
@@ -167,6 +171,9 @@ def bpref(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 # %% ../../nbs/03_rank_metrics.ipynb #52bb759e
 def plot_bpref_pairs(qrels, run, query=None, rel_lvl: int = 1):
     "One query's ranking with arcs from judged non-relevant docs to relevant ones."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    from matplotlib.patches import FancyArrowPatch
+
     r = to_ranked(qrels, run, keep_ids=True)
     q = r.query_ids[0] if query is None else query
     i = r.query_ids.index(q)

@@ -5,9 +5,7 @@ __all__ = ['LABEL_COLORS', 'label_color', 'plot_ranking', 'plot_query', 'plot_at
            'f1', 'r_precision']
 
 # %% ../../nbs/02_set_metrics.ipynb #bdd1e6da
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.patches import Patch, Rectangle
 
 from .runs import Ranked, ratio, register
 
@@ -25,6 +23,8 @@ def label_color(label) -> str:
 
 # %% ../../nbs/02_set_metrics.ipynb #83d5eeb6
 def _legend(ax):
+    from matplotlib.patches import Patch
+
     handles = [
         Patch(facecolor=LABEL_COLORS[g], edgecolor="#999", label=f"label {g}")
         for g in range(4)
@@ -54,6 +54,9 @@ def plot_ranking(
     ax=None,
 ):
     "Draw one ranked list as boxes coloured by label, with a cut line and bars."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    from matplotlib.patches import Rectangle
+
     rel = np.asarray(rel, float)
     n = len(rel)
     judged = np.ones(n, bool) if judged is None else np.asarray(judged, bool)
@@ -150,6 +153,8 @@ def plot_query(r: Ranked, query, contrib=None, **kwargs):
 # %% ../../nbs/02_set_metrics.ipynb #251823eb
 def plot_at_k(curves: dict, ks, title=None, ylabel="score", ax=None):
     "Line plot of metric values against the cut-off k."
+    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+
     if ax is None:
         fig, ax = plt.subplots(figsize=(5.5, 3))
     for name, ys in curves.items():
