@@ -92,6 +92,7 @@ def test_every_retriever_derives_from_the_core_base():
     from irbook.search.colbert import ColBERTRetriever, RAGatouilleRetriever
     from irbook.search.dense import DenseRetriever
     from irbook.search.fulltext import BM25sRetriever, FTS5Retriever, RankBM25Retriever
+    from irbook.search.fusion import FusedRetriever, RerankRetriever
 
     for cls in (
         FTS5Retriever,
@@ -102,6 +103,8 @@ def test_every_retriever_derives_from_the_core_base():
         ColBERTRetriever,
         RAGatouilleRetriever,
         JapaneseBM25,
+        FusedRetriever,
+        RerankRetriever,
     ):
         assert issubclass(cls, core.Retriever), cls
         assert "search" not in vars(cls) and "index" not in vars(cls), (

@@ -336,3 +336,30 @@ def test_maxp_is_the_best_contained_paragraph(owner, scores):
                 expect.get(f"w{owner[i]}", -np.inf), scores[f"p{i}"]
             )
     assert out == expect
+
+
+def test_fused_and_rerank_retrievers_keep_the_contract():
+    "FusedRetriever == rrf of its parts; RerankRetriever == rerank; filters pass down."
+    from irbook.search.fusion import FusedRetriever, RerankRetriever
+
+    docs = {
+        "a": "cats purr and sleep",
+        "b": "dogs bark at cats",
+        "c": "birds sing at dawn",
+        "d": "cats and dogs and birds",
+    }
+    queries = {"q1": "cats dogs", "q2": "birds singing", "q3": "   "}
+    flt = {"q1": {"a", "b", "c"}, "q2": {"c", "d"}, "q3": {"a"}}
+    parts = [BM25sRetriever(), BM25sRetriever(stem=True)]
+    fused = FusedRetriever(parts, depth=3).index(docs)
+    want = rrf([p.search(queries, 3, flt) for p in parts], k=2)
+    assert fused.search(queries, k=2, filter=flt) == {**want, "q3": {}}
+    rr = RerankRetriever(BM25sRetriever(), BM25sRetriever(stem=True), depth=2)
+    got = rr.index(docs).search(queries, k=2, filter=flt)
+    first = BM25sRetriever().index(docs).search(queries, 2, flt)
+    assert got == {
+        **rerank(BM25sRetriever(stem=True).index(docs), queries, first, 2, 2)
+    }
+    assert all(set(got[q]) <= flt[q] for q in queries)
+    with pytest.raises(ValueError, match="at least one retriever"):
+        FusedRetriever([])
