@@ -2,6 +2,8 @@
 and ir_measures, each tool in a FRESH process, best of N, wall time and peak RSS.
 
     python bench/msmarco.py [--queries 6980] [--depth 1000] [--repeat 3] [--json FILE]
+    python bench/msmarco.py --scales 0.1,1,10 --tools irbook,pytrec_eval --repeat 1 \
+        --json bench/results/msmarco_scaling.json
 
 The data is generated here, seeded, in a temporary folder (never committed): --queries
 queries x --depth retrieved passages (ids like MS MARCO's, up to 8.8M), about 1.07
@@ -129,28 +131,19 @@ def measure(tool: str, qrels: Path, run: Path, env: dict) -> dict:
     return {"wall": wall, "rss_mb": int(rss) / 1024, "values": json.loads(values)}
 
 
-def main():
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--queries", type=int, default=6980)
-    ap.add_argument("--depth", type=int, default=1000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--tools", default="irbook,pytrec_eval,ranx,ir_measures")
-    ap.add_argument("--json", help="write the measurements to this file")
-    a = ap.parse_args()
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+def run_tools(tools: list, queries: int, depth: int, repeat: int, env: dict) -> dict:
+    "Generate one data set and measure each tool on it: {tool: best run}."
     out = {}
     with tempfile.TemporaryDirectory(prefix="irbook-msmarco-") as tmp:
         t = time.perf_counter()
-        qrels, run = generate(Path(tmp), a.queries, a.depth)
+        qrels, run = generate(Path(tmp), queries, depth)
         mb = run.stat().st_size / 1e6
         print(
-            f"{a.queries} queries x {a.depth} docs ({mb:.0f} MB run) generated in "
-            f"{time.perf_counter() - t:.0f} s; best of {a.repeat} fresh processes"
+            f"{queries} queries x {depth} docs ({mb:.0f} MB run) generated in "
+            f"{time.perf_counter() - t:.0f} s; best of {repeat} fresh processes"
         )
-        for tool in a.tools.split(","):
-            runs = [measure(tool, qrels, run, env) for _ in range(a.repeat)]
+        for tool in tools:
+            runs = [measure(tool, qrels, run, env) for _ in range(repeat)]
             best = min(runs, key=lambda r: r["wall"])
             out[tool] = {**best, "rss_mb": min(r["rss_mb"] for r in runs)}
             vals = {k: round(v, 6) for k, v in best["values"].items()}
@@ -158,6 +151,11 @@ def main():
                 f"{tool:12s} {best['wall']:7.2f} s  peak RSS "
                 f"{out[tool]['rss_mb']:6.0f} MB  {vals}"
             )
+    return out
+
+
+def report(out: dict):
+    "Print the values' agreement and each tool's time and memory against irbook."
     ref = next(iter(out.values()))["values"]
     for tool, r in out.items():
         diff = max(abs(r["values"][m] - ref[m]) for m in METRICS)
@@ -171,16 +169,47 @@ def main():
                     f"peak RSS {r['rss_mb'] / ib['rss_mb']:.2f}x"
                 )
         print("targets: pytrec_eval time >= 4x, ranx >= 10x, pytrec_eval RSS >= 1x")
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--queries", type=int, default=6980)
+    ap.add_argument("--depth", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--tools", default="irbook,pytrec_eval,ranx,ir_measures")
+    ap.add_argument(
+        "--scales",
+        help="comma-separated multiples of --queries (e.g. 0.1,1,10): measure the "
+        "tools at each size instead, to see how the cost grows",
+    )
+    ap.add_argument("--json", help="write the measurements to this file")
+    a = ap.parse_args()
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    tools = a.tools.split(",")
     meta = {
         "machine": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(),
         "load": os.getloadavg()[0],
         "queries": a.queries,
         "depth": a.depth,
+        "repeat": a.repeat,
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
+    if a.scales:
+        record = {"meta": meta, "scaling": []}
+        for f in (float(x) for x in a.scales.split(",")):
+            n = round(a.queries * f)
+            out = run_tools(tools, n, a.depth, a.repeat, env)
+            report(out)
+            record["scaling"].append({"queries": n, "results": out})
+    else:
+        out = run_tools(tools, a.queries, a.depth, a.repeat, env)
+        report(out)
+        record = {"meta": meta, "results": out}
     if a.json:
-        Path(a.json).write_text(json.dumps({"meta": meta, "results": out}, indent=1))
+        Path(a.json).write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

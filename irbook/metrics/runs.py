@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 from dataclasses import dataclass
 from itertools import chain, repeat
 from pathlib import Path
 
 import numpy as np
+from fastcore.basics import patch
+from tqdm.auto import tqdm
 
 from irbook.core import (
     check_k,
@@ -26,8 +29,8 @@ from irbook.metrics.ranx_compat import (
 )
 
 # %% auto #0
-__all__ = ['TIES', 'METRICS', 'read_qrels', 'read_run', 'Columns', 'read_columns', 'Ranked', 'trec_eval_order', 'to_ranked',
-           'register', 'parse_metric', 'check_p', 'ratio', 'evaluate']
+__all__ = ['FRAME_COLUMNS', 'TIES', 'METRICS', 'read_qrels', 'read_run', 'Columns', 'columns_problem', 'read_columns', 'Ranked',
+           'trec_eval_order', 'to_ranked', 'register', 'parse_metric', 'check_p', 'ratio', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #b1ff1614
 def _open_text(path):
@@ -106,96 +109,239 @@ class Columns:
     kind: str  # "qrels" or "run"
     qcode: np.ndarray  # (n,) int: row -> index into qids
     qids: np.ndarray  # unique query ids (str)
-    dcode: np.ndarray  # (n,) int: row -> index into docs
-    docs: object  # unique doc ids: a NumPy or pyarrow array of str
+    # (n,) int: row -> index into docs; when docs is None, the doc id itself
+    dcode: np.ndarray
+    # unique doc ids (NumPy or pyarrow str array), or None when every doc id is a
+    # plain non-negative integer (MS MARCO's passages): then dcode holds the ids
+    docs: object
     values: np.ndarray  # (n,) float64: labels or scores, in file order
 
     def __len__(self):
         return len(self.values)
 
-    @classmethod
-    def from_dict(cls, d: dict, kind: str) -> "Columns":
-        "Columns of a `{qid: {doc: value}}` dict (rows in dict order)."
-        q = [qid for qid, docs in d.items() for _ in docs]
-        doc = [x for docs in d.values() for x in docs]
-        n = len(q)
-        vals = np.fromiter((v for x in d.values() for v in x.values()), float, n)
-        qids, qcode = np.unique(np.asarray(q, dtype=str), return_inverse=True)
-        docs, dcode = np.unique(np.asarray(doc, dtype=str), return_inverse=True)
-        return cls(kind, qcode.ravel(), qids, dcode.ravel(), docs, vals)
+    def doc_ids(self, rows=None) -> np.ndarray:
+        "The doc ids of `rows` (every row if None) as an object array of str."
+        codes = self.dcode if rows is None else self.dcode[rows]
+        if self.docs is None:
+            return codes.astype(str).astype(object)
+        d = self.docs
+        got = d[codes] if isinstance(d, np.ndarray) else d.take(codes).to_pylist()
+        return np.asarray(got, dtype=object)
 
-    def to_dict(self) -> dict:
-        "The columns as `{qid: {doc: value}}` (labels as int for qrels)."
-        docs = np.asarray(self.docs, dtype=object)
-        cast = int if self.kind == "qrels" else float
-        out = {}
-        for q, d, v in zip(self.qids[self.qcode], docs[self.dcode], self.values):
-            out.setdefault(str(q), {})[str(d)] = cast(v)
-        return out
+# %% ../../nbs/01_qrels_and_runs.ipynb #820f2aad
+@patch(cls_method=True)
+def from_dict(cls: Columns, d: dict, kind: str) -> Columns:
+    "Columns of a `{qid: {doc: value}}` dict (rows in dict order)."
+    q = [qid for qid, docs in d.items() for _ in docs]
+    doc = [x for docs in d.values() for x in docs]
+    vals = np.fromiter((v for x in d.values() for v in x.values()), float, len(q))
+    qids, qcode = np.unique(np.asarray(q, dtype=str), return_inverse=True)
+    docs, dcode = np.unique(np.asarray(doc, dtype=str), return_inverse=True)
+    return cls(kind, qcode.ravel(), qids, dcode.ravel(), docs, vals)
+
+
+@patch
+def to_dict(self: Columns) -> dict:
+    "The columns as `{qid: {doc: value}}` (labels as int for qrels)."
+    cast = int if self.kind == "qrels" else float
+    out = {}
+    for q, d, v in zip(self.qids[self.qcode], self.doc_ids(), self.values):
+        out.setdefault(str(q), {})[str(d)] = cast(v)
+    return out
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #2306ce3c
-def _arrow_table(path, width: int):
-    "The fields as a pyarrow table of strings, or None if not one-char separated."
+_POW10 = 10 ** np.arange(19, dtype=np.int64)  # exact digit counts of int64 ids
+
+
+def _same_array(a, b) -> bool:
+    "True if pyarrow arrays `a` and `b` share their memory or hold equal values."
+    addr = [[x and (x.address, x.size) for x in y.buffers()] for y in (a, b)]
+    return addr[0] == addr[1] or a.equals(b)
+
+
+def _dictionary_codes(a) -> tuple:
+    "(codes, unique values) of a pyarrow array, chunked or not, in one hash pass."
+    e = a.dictionary_encode()
+    chunks = e.chunks if hasattr(e, "chunks") else [e]
+    first = chunks[0].dictionary if chunks else None
+    if not all(_same_array(c.dictionary, first) for c in chunks):
+        chunks = []  # chunks with dictionaries of their own
+    if not chunks:
+        chunks = [a.combine_chunks().dictionary_encode()]
+    codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
+    return codes.astype(np.int64), chunks[-1].dictionary
+
+
+def _encode_docs(d) -> tuple:
+    "(dcode, docs) of a pyarrow str array: the integers themselves if all are plain."
+    import pyarrow as pa  # imported on use: only the columnar path needs pyarrow
+    import pyarrow.compute as pc
+
+    try:
+        n = pc.cast(d, pa.int64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        n = None
+    if n is not None:  # "007", "+7", "-7" or " 7" have more characters than digits
+        w = pc.binary_length(d).to_numpy(zero_copy_only=False)
+        if (w < 19).all() and (
+            (n < _POW10[w]) & ((w == 1) | (n >= _POW10[w - 1]))
+        ).all():
+            return n.astype(np.int64), None
+    return _dictionary_codes(d)  # any other ids: codes into the unique ids
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #9a532899
+def _repeat_row(c: Columns) -> int | None:
+    "A row whose (query, doc) pair occurs earlier too, or None."
+    nd = int(c.dcode.max()) + 1 if len(c) else 1
+    if len(c.qids) * nd < 2**62:
+        key = c.qcode * nd + c.dcode
+        srt = np.sort(key, kind="stable")  # timsort: fast on runs grouped by query
+        if not (srt[1:] == srt[:-1]).any():
+            return None
+        o = np.argsort(key, kind="stable")
+        dup = np.flatnonzero(key[o][1:] == key[o][:-1])
+    else:  # huge integer ids: sort by the pair
+        o = np.lexsort((c.dcode, c.qcode))
+        k = (c.qcode[o], c.dcode[o])
+        dup = np.flatnonzero((k[0][1:] == k[0][:-1]) & (k[1][1:] == k[1][:-1]))
+    return int(o[dup + 1].min()) if len(dup) else None
+
+
+def columns_problem(c: Columns) -> str | None:
+    "What makes `c` invalid (bad value, repeated pair), naming the row; None if fine."
+    v = c.values
+    bad = ~np.isfinite(v)
+    if c.kind == "qrels":
+        bad |= (v < 0) | (v != np.floor(v))
+    what = "a non-negative integer label" if c.kind == "qrels" else "a finite score"
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        return f"row {i}: value {float(v[i])!r} is not {what}"
+    i = _repeat_row(c)
+    if i is not None:
+        q, d = str(c.qids[c.qcode[i]]), str(c.doc_ids([i])[0])
+        return f"row {i}: doc {d!r} repeated in query {q!r}"
+    return None
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #b5d3f9bf
+class _Counted:
+    "A binary file that advances a tqdm bar by the bytes read through it."
+
+    def __init__(self, f, bar):
+        self.f, self.bar, self.closed = f, bar, False
+
+    def read(self, n=-1):
+        b = self.f.read(n)
+        self.bar.update(len(b))
+        return b
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #2884bc22
+_BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
+
+
+def _arrow_table(path, kind: str, progress=None):
+    "The id and value columns of a TREC file as a pyarrow table; None if unusual."
     import pyarrow as pa  # imported on use: only the columnar reader needs it
     import pyarrow.csv as pc
 
+    width, _, col = _TREC[kind][:3]
     with _open_text(path) as f:
         first = f.readline()
     delim = "\t" if "\t" in first and " " not in first.strip() else " "
     if len(first.rstrip("\r\n").split(delim)) != width:
         return None  # runs of spaces or mixed separators: the line reader handles it
     names = [f"f{i}" for i in range(width)]
-    try:
-        return pc.read_csv(
-            path,
-            read_options=pc.ReadOptions(column_names=names),
-            parse_options=pc.ParseOptions(delimiter=delim, quote_char=False),
-            convert_options=pc.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string())
-            ),
-        )
-    except (pa.ArrowInvalid, ValueError):
-        return None
+    size = Path(path).stat().st_size
+    show = sys.stderr.isatty() if progress is None else progress
+    with open(path, "rb") as raw, tqdm(
+        total=size, unit="B", unit_scale=True, desc=Path(path).name,
+        disable=not show or size < _BIG, file=sys.stderr, leave=False,
+    ) as bar:  # fmt: skip
+        src = pa.PythonFile(_Counted(raw, bar), mode="r")
+        if str(path).endswith(".gz"):
+            src = pa.CompressedInputStream(src, "gzip")
+        try:
+            return pc.read_csv(
+                src,
+                read_options=pc.ReadOptions(column_names=names),
+                parse_options=pc.ParseOptions(delimiter=delim, quote_char=False),
+                convert_options=pc.ConvertOptions(
+                    column_types={
+                        "f0": pa.string(),
+                        "f2": pa.string(),
+                        f"f{col}": pa.float64(),
+                    },
+                    include_columns=["f0", "f2", f"f{col}"],
+                ),
+            )
+        except (pa.ArrowInvalid, ValueError):
+            return None  # a malformed line or value: the line reader names it
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #ad95813b
+def _table_columns(q, d, v, kind: str) -> Columns:
+    "Columns from pyarrow query and doc id arrays and float values."
+    qcode, qids = _dictionary_codes(q)  # few queries: a small dictionary
+    dcode, docs = _encode_docs(d)
+    return Columns(
+        kind,
+        qcode,
+        np.asarray(qids.to_pylist(), dtype=str),
+        dcode,
+        docs,
+        np.asarray(v, np.float64),
+    )
 
 
-def _columns_ok(c: Columns) -> bool:
-    "True if every value is valid for its kind and no (query, doc) pair repeats."
-    v = c.values
-    ok = bool(np.isfinite(v).all())
-    if c.kind == "qrels":
-        ok = ok and bool((v >= 0).all() and (v == np.floor(v)).all())
-    key = np.sort(c.qcode * max(len(c.docs), 1) + c.dcode)  # sorting beats np.unique
-    return ok and not (key[1:] == key[:-1]).any()
-
-
-def read_columns(path, kind: str) -> Columns:
-    "A TREC qrels or run file as `Columns`: fast, memory in proportion to the file."
+def read_columns(path, kind: str, progress: bool | None = None) -> Columns:
+    "A TREC (or parquet) qrels or run file as `Columns`: fast, memory as the file."
     if kind not in _TREC:
         raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
-    width, col = _TREC[kind][0], _TREC[kind][2]
-    t = _arrow_table(path, width)
+    if str(path).endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        return Columns.from_frame(pq.read_table(path), kind)
+    t = _arrow_table(path, kind, progress)
     if t is not None and t.num_rows:
-        q = t.column("f0").combine_chunks().dictionary_encode()
-        d = t.column("f2").combine_chunks().dictionary_encode()
-        try:
-            vals = t.column(f"f{col}").cast("float64").to_numpy()
-        except Exception:  # a value that is not a number: the line reader names it
-            vals = None
-        if vals is not None:
-            c = Columns(
-                kind,
-                q.indices.to_numpy().astype(np.int64),
-                np.asarray(q.dictionary.to_pylist(), dtype=str),
-                d.indices.to_numpy().astype(np.int64),
-                d.dictionary,
-                np.asarray(vals, np.float64),
-            )
-            if _columns_ok(c):
-                return c
+        c = _table_columns(t.column(0), t.column(1), t.column(2).to_numpy(), kind)
+        if columns_problem(c) is None:
+            return c
     # anything unusual: the checked line reader, which names the file, line and query
     c = Columns.from_dict(_read_trec(path, kind), kind)
     if kind == "qrels" and not len(c):
         raise ValueError(f"{path}: qrels file holds no judgements")
+    return c
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #e082aa5b
+FRAME_COLUMNS = ("q_id", "doc_id", "score")  # ranx's from_df names, for both kinds
+
+
+@patch(cls_method=True)
+def from_frame(cls: Columns, df, kind: str, columns=FRAME_COLUMNS) -> Columns:
+    "Columns of a pandas DataFrame or pyarrow Table with query, doc, value columns."
+    import pyarrow as pa  # imported on use: only the columnar path needs pyarrow
+
+    t = (
+        df
+        if isinstance(df, pa.Table)
+        else pa.Table.from_pandas(df, preserve_index=False)
+    )
+    missing = [c for c in columns if c not in t.column_names]
+    if missing:
+        raise ValueError(f"{kind}: no column {missing} (has {t.column_names})")
+    q, d, v = (t.column(c) for c in columns)
+    if q.null_count or d.null_count or v.null_count:
+        raise ValueError(f"{kind}: missing values in {list(columns)}")
+    try:
+        vals = v.cast(pa.float64()).to_numpy()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise ValueError(f"{kind}: column {columns[2]!r} is not numeric") from None
+    c = _table_columns(q.cast(pa.string()), d.cast(pa.string()), vals, kind)
+    problem = columns_problem(c)
+    if problem:
+        raise ValueError(f"{kind}: {problem}")
     return c
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #5611a366
@@ -208,48 +354,72 @@ def _lookup(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
     return np.where(hit, order[pos] if len(srt) else 0, -1)
 
 
-def _doc_index(run_docs, qrels_docs) -> np.ndarray:
-    "For every run doc id, its index among the qrels doc ids (-1: not judged)."
+def _stable_by(codes: np.ndarray) -> np.ndarray:
+    "The stable order of `codes`, in O(n) when equal codes are already contiguous."
+    n = len(codes)
+    if n == 0:
+        return np.arange(0)
+    starts = np.r_[0, np.flatnonzero(codes[1:] != codes[:-1]) + 1]
+    first = codes[starts]
+    if len(np.unique(first)) != len(first):  # a code in two places: sort
+        return np.argsort(codes, kind="stable")
+    g = np.argsort(first, kind="stable")
+    if (g == np.arange(len(g))).all():
+        return np.arange(n)
+    lens = np.diff(np.r_[starts, n])[g]
+    return np.repeat(starts[g] - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(n)
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #a6c65955
+def _plain_int(x: str) -> int:
+    "The integer `x` spells with no sign, space or leading zero; -1 if none."
+    ok = x.isascii() and x.isdigit() and len(x) < 19 and (x == "0" or x[0] != "0")
+    return int(x) if ok else -1
+
+
+def _judged_docs(qc: Columns, rc: Columns, rows: np.ndarray) -> tuple:
+    "Codes of the qrels' docs per qrels row and per run row of `rows` (-1: unjudged)."
     import pyarrow as pa  # imported on use: only the columnar path needs it
     import pyarrow.compute as pc
 
-    idx = pc.index_in(
-        pa.array(run_docs, pa.string()), pa.array(qrels_docs, pa.string())
-    )
-    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    uq, qcode = np.unique(np.asarray(qc.doc_ids(), dtype=str), return_inverse=True)
+    if rc.docs is None:  # integer run ids meet the qrels ids that are integers
+        ints = pa.array([_plain_int(x) for x in uq], pa.int64())
+        code = pc.index_in(pa.array(rc.dcode[rows]), ints)
+    else:  # string ids: look each unique run id up once
+        code = pc.index_in(pa.array(rc.docs, pa.string()), pa.array(uq, pa.string()))
+    code = code.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return qcode.ravel(), code if rc.docs is None else code[rc.dcode[rows]]
 
-
+# %% ../../nbs/01_qrels_and_runs.ipynb #74461131
 def _from_columns(qc: Columns, rc: Columns, make_comparable: bool):
     "Flat, query-ordered arrays (as `_from_dicts` makes) from qrels and run columns."
     qids = sorted_ids(list(qc.qids))
     nq = len(qids)
-    qrank = np.empty(len(qc.qids), np.int64)
-    qrank[np.argsort(qc.qids, kind="stable")] = np.arange(nq)
-    run_rank = _lookup(rc.qids, np.asarray(qids, dtype=str))
     if not make_comparable:
         check_same_queries(qids, list(rc.qids))
+    qrank = np.empty(len(qc.qids), np.int64)
+    qrank[np.argsort(qc.qids, kind="stable")] = np.arange(nq)
     qr = qrank[qc.qcode]
     oq = np.argsort(qr, kind="stable")
     jl, lab = np.bincount(qr, minlength=nq), qc.values[oq]
-    rq = run_rank[rc.qcode]
-    keep = np.flatnonzero(rq >= 0)
-    idx = keep[np.argsort(rq[keep], kind="stable")]
-    rl, sc = np.bincount(rq[keep], minlength=nq), rc.values[idx]
+    rq = _lookup(rc.qids, np.asarray(qids, dtype=str))[rc.qcode]
+    idx = _stable_by(rq)
+    idx = idx[rq[idx] >= 0]  # run queries without judgements go
+    rl, sc = np.bincount(rq[idx], minlength=nq), rc.values[idx]
     # each retrieved doc's label: look (query, doc) up among the judgements
-    nd = max(len(qc.docs), 1)
-    qkey = qr[oq] * nd + qc.dcode[oq]
+    qd, jd = _judged_docs(qc, rc, idx)
+    nd = int(qd.max()) + 1
+    qkey = qr[oq] * nd + qd[oq]
     ks = np.argsort(qkey, kind="stable")
-    jd = _doc_index(rc.docs, qc.docs)[rc.dcode[idx]]
     rkey = rq[idx] * nd + jd
-    pos = np.searchsorted(qkey[ks], rkey).clip(max=max(len(ks) - 1, 0))
-    found = (jd >= 0) & (qkey[ks][pos] == rkey) if len(ks) else jd < -1
-    rlab = np.where(found, lab[ks][pos] if len(ks) else 0.0, -1.0)
+    rlab = np.full(len(idx), -1.0)
+    cand = np.flatnonzero(jd >= 0)  # rows whose doc is judged for some query
+    pos = np.searchsorted(qkey[ks], rkey[cand]).clip(max=len(ks) - 1)
+    hit = qkey[ks][pos] == rkey[cand]
+    rlab[cand[hit]] = lab[ks][pos[hit]]
 
     def docs(sub=None):
-        rows = rc.dcode[idx if sub is None else idx[sub]]
-        d = rc.docs
-        got = d[rows] if isinstance(d, np.ndarray) else d.take(rows).to_pylist()
-        return np.asarray(got, dtype=object)
+        return rc.doc_ids(idx if sub is None else idx[sub])
 
     return qids, jl.astype(np.int64), lab, rl.astype(np.int64), rlab, sc, docs
 
@@ -356,6 +526,20 @@ def _pad(lengths, flat, fill, dtype):
     out[np.arange(width) < lengths[:, None]] = flat
     return out
 
+# %% ../../nbs/01_qrels_and_runs.ipynb #a4d0c9e2
+def _mixed(same: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    "`same` (ties with the rank before) kept only in tie groups whose labels differ."
+    pos = np.flatnonzero(same)  # flat positions tied with the one before
+    if not len(pos):
+        return same
+    group = np.cumsum(np.r_[True, pos[1:] != pos[:-1] + 1]) - 1
+    lab = labels.ravel()
+    mixed = np.zeros(group[-1] + 1, bool)
+    mixed[group[lab[pos] != lab[pos - 1]]] = True
+    out = np.zeros(same.size, bool)
+    out[pos[mixed[group]]] = True
+    return out.reshape(same.shape)
+
 # %% ../../nbs/01_qrels_and_runs.ipynb #c27c32c0
 def _from_dicts(qd, rd, make_comparable):
     "Flatten plain-dict qrels and run into query ids, labels, scores and doc ids."
@@ -405,25 +589,71 @@ def _from_dicts(qd, rd, make_comparable):
 TIES = ("ranx", "trec_eval")
 
 
-def trec_eval_order(lengths, scores, docs, width: int) -> np.ndarray:
+def _by_score(key: np.ndarray) -> np.ndarray:
+    "Per row, the stable order of `key` ascending; no sort if rows are already so."
+    if (key[:, 1:] >= key[:, :-1]).all():  # a run written in rank order
+        return np.broadcast_to(np.arange(key.shape[1]), key.shape).copy()
+    return np.argsort(key, axis=1, kind="stable")
+
+
+def trec_eval_order(lengths, scores, docs, width: int, labels=None) -> np.ndarray:
     "Per row, trec_eval's rank order: score descending, then doc id descending."
     lengths = np.asarray(lengths)
-    row = np.repeat(np.arange(len(lengths)), lengths)
-    sim = np.asarray(scores, np.float64).astype(np.float32)  # trec_eval's `float sim`
-    o = np.lexsort((-sim, row))  # tied scores keep their input order for now
-    same = np.r_[False, (row[o][1:] == row[o][:-1]) & (sim[o][1:] == sim[o][:-1])]
+    real = np.arange(width) < lengths[:, None]
+    key = np.full((len(lengths), width), np.inf, np.float32)  # trec_eval's `float sim`
+    key[real] = -np.asarray(scores, np.float64).astype(np.float32)
+    order = _by_score(key)
+    ks = np.take_along_axis(key, order, 1)
+    same = np.zeros(key.shape, bool)  # ties with the rank before
+    same[:, 1:] = (ks[:, 1:] == ks[:, :-1]) & np.isfinite(ks[:, 1:])
+    if labels is not None:  # only ties that mix labels change a metric
+        ls = np.take_along_axis(_pad(lengths, labels, -2.0, np.float64), order, 1)
+        same = _mixed(same, ls)
     if same.any():  # order each group of tied scores by doc id, descending
-        tied = np.flatnonzero(same | np.r_[same[1:], False])
-        group = (np.cumsum(~same) - 1)[tied]
-        ids = (
-            docs(o[tied]) if callable(docs) else np.asarray(docs, dtype=object)[o[tied]]
-        )
+        tied = same | np.c_[same[:, 1:], np.zeros(len(key), bool)]
+        group = np.cumsum(~same[tied]) - 1
+        rows = np.nonzero(tied)[0]
+        starts = np.r_[0, np.cumsum(lengths)[:-1]]
+        ids = docs(starts[rows] + order[tied]) if callable(docs) else (
+            np.asarray(docs, dtype=object)[starts[rows] + order[tied]]
+        )  # fmt: skip
         code = np.unique(np.asarray(ids, dtype=str), return_inverse=True)[1].ravel()
-        o[tied] = o[tied][np.lexsort((-code, group))]
-    starts = np.concatenate([[0], np.cumsum(lengths)])[:-1]
-    order = np.broadcast_to(np.arange(width), (len(lengths), width)).copy()
-    order[np.arange(width) < lengths[:, None]] = o - starts[row[o]]
+        order[tied] = order[tied][np.lexsort((-code, group))]
     return order
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #0ef06333
+def _as_columns(x, kind: str):
+    "`x` as Columns if it is a table (DataFrame, pyarrow Table) or already Columns."
+    if isinstance(x, Columns):
+        return x
+    if type(x).__name__ in ("DataFrame", "Table") and hasattr(x, "columns"):
+        return Columns.from_frame(x, kind)
+    return None
+
+
+def _inputs(qrels, run, make_comparable: bool) -> tuple:
+    "Flat arrays of the qrels and run, whatever their form, and ranx's sort passes."
+    qc, rc = _as_columns(qrels, "qrels"), _as_columns(run, "run")
+    if (qc is None) != (rc is None):  # one side columnar: bring the other to it
+        other, kind = (run, "run") if qc is not None else (qrels, "qrels")
+        d = other.to_dict() if is_qrels(other) or is_run(other) else other
+        c = Columns.from_dict(_norm_dict(d, kind), kind)
+        qc, rc = (qc, c) if qc is not None else (c, rc)
+    if qc is not None:
+        if not len(qc):
+            raise ValueError("qrels is empty: there is nothing to evaluate against")
+        return _from_columns(qc, rc, make_comparable), 1 + int(make_comparable)
+    q_obj, r_obj = is_qrels(qrels), is_run(run)
+    qrels = qrels if q_obj else _norm_dict(qrels, "qrels")
+    run = run if r_obj else _norm_dict(run, "run")
+    if len(qrels) == 0 or (not q_obj and not any(len(v) for v in qrels.values())):
+        raise ValueError("qrels is empty: there is nothing to evaluate against")
+    # how many times ranx sorts the run: Run(dict) sorts once; make_comparable sorts
+    # again
+    passes = int(make_comparable and run.sorted) if r_obj else 1 + int(make_comparable)
+    if q_obj or r_obj:
+        return from_ranx(qrels, run, make_comparable), passes
+    return _from_dicts(qrels, run, make_comparable), passes
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #d704eb87
 def to_ranked(
@@ -436,37 +666,17 @@ def to_ranked(
     "Validated `qrels` and `run` as a `Ranked`, tied scores ordered as `ties` says."
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
-    cols = isinstance(qrels, Columns), isinstance(run, Columns)
-    if any(cols) and not all(cols):
-        raise ValueError("pass qrels and run both as Columns (read_columns) or neither")
-    q_obj, r_obj = is_qrels(qrels), is_run(run)
-    if not q_obj and not all(cols):
-        qrels = _norm_dict(qrels, "qrels")
-    if not r_obj and not all(cols):
-        run = _norm_dict(run, "run")
-    if len(qrels) == 0 or (
-        not q_obj and not all(cols) and not any(len(v) for v in qrels.values())
-    ):
-        raise ValueError("qrels is empty: there is nothing to evaluate against")
-    # how many times ranx sorts the run: Run(dict) sorts once; make_comparable sorts
-    # again
-    passes = int(make_comparable and run.sorted) if r_obj else 1 + int(make_comparable)
-    if all(cols):
-        qids, jl, lab, rl, rlab, sc, docs = _from_columns(qrels, run, make_comparable)
-    elif q_obj or r_obj:
-        qids, jl, lab, rl, rlab, sc, docs = from_ranx(qrels, run, make_comparable)
-    else:
-        qids, jl, lab, rl, rlab, sc, docs = _from_dicts(qrels, run, make_comparable)
-    # rank order: a stable sort by descending score, then ranx's own quicksort where a
-    # tie mixes labels
+    (qids, jl, lab, rl, rlab, sc, docs), passes = _inputs(qrels, run, make_comparable)
+    # rank order: a stable sort by descending score, then the tie rule where a tie
+    # mixes labels (any tie, when the ids are kept)
     key = _pad(rl, -sc, np.inf, np.float64)
     labs = _pad(rl, rlab, -2.0, np.float64)
     if ties == "trec_eval":
-        order = trec_eval_order(rl, sc, docs, key.shape[1])
+        order = trec_eval_order(rl, sc, docs, key.shape[1], None if keep_ids else rlab)
     elif passes == 0:  # a sorted ranx Run: its stored order is the order ranx uses
         order = np.broadcast_to(np.arange(key.shape[1]), key.shape).copy()
     else:
-        order = np.argsort(key, axis=1, kind="stable")
+        order = _by_score(key)
         ks, ls = np.take_along_axis(key, order, 1), np.take_along_axis(labs, order, 1)
         tie = (ks[:, 1:] == ks[:, :-1]) & np.isfinite(ks[:, 1:])
         need = tie.any(1) if keep_ids else (tie & (ls[:, 1:] != ls[:, :-1])).any(1)
