@@ -8,9 +8,9 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from tqdm.auto import tqdm
 
 from .core import QueryMismatch
@@ -24,6 +24,9 @@ from irbook.metrics import (
     read_run,
 )
 from .stats import holm, paired_bootstrap, randomization_test
+
+if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['TESTS', 'FORMATS', 'run_name', 'score_runs', 'paired_p', 'compare', 'render', 'parser', 'run_eval', 'main']
@@ -44,8 +47,9 @@ def score_runs(
     ties: str = "ranx",
     make_comparable: bool = False,
     progress: bool | None = None,
+    per_query: bool = True,
 ) -> dict:
-    "`{run name: per-query DataFrame}` for every run file in `paths`."
+    "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
     qd, out = None, {}
     # a bar on stderr, when a person watches (a terminal) and there is more than one run
@@ -71,7 +75,7 @@ def score_runs(
             q,
             run,
             metrics,
-            per_query=True,
+            per_query=per_query,
             make_comparable=make_comparable,
             ties=ties,
         )
@@ -106,6 +110,8 @@ def compare(
     seed=0,
 ) -> pd.DataFrame:
     "Every run against `baseline` on every metric: means, difference, CI, p, Holm's p."
+    import pandas as pd  # on use: see the imports
+
     names = list(per_query)
     base = names[0] if baseline is None else baseline
     if base not in per_query:
@@ -134,6 +140,8 @@ FORMATS = ("table", "md", "latex", "csv", "json")
 
 def _wide(table: pd.DataFrame, marks: bool, fmt: str) -> pd.DataFrame:
     "Runs as rows, metrics as columns, means with significance letters."
+    import pandas as pd  # on use: see the imports
+
     runs = list(dict.fromkeys(table.index.get_level_values("run")))
     letters = {r: chr(ord("a") + i) for i, r in enumerate(runs)}
     base = next(
@@ -237,6 +245,9 @@ def run_eval(a: argparse.Namespace) -> str:
     if a.per_query and len(a.runs) > 1:
         raise ValueError("-q/--per-query takes one run")
     qrels = read_columns(a.qrels, "qrels")
+    if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
+        args = (qrels, a.runs, a.metrics, a.ties, a.make_comparable)
+        return json.dumps(next(iter(score_runs(*args, per_query=False).values())))
     per_query = score_runs(qrels, a.runs, a.metrics, a.ties, a.make_comparable)
     if a.per_query:
         ((name, df),) = per_query.items()

@@ -3,13 +3,17 @@
 # %% ../nbs/05_choosing_metrics.ipynb #ae842994
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .core import check_k
 from .metrics.runs import evaluate, parse_metric
+
+if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'plot_forest', 'PairedBootstrap',
@@ -32,7 +36,8 @@ def holm(p) -> np.ndarray:
 # %% ../nbs/05_choosing_metrics.ipynb #a5ac1c14
 def _as_scores(x, name: str = "scores") -> np.ndarray:
     "`x` as a float64 array of per-query scores, empty or non-finite input refused."
-    labelled = isinstance(x, (pd.Series, pd.DataFrame))
+    pd = sys.modules.get("pandas")  # x can be a pandas object only if pandas is loaded
+    labelled = pd is not None and isinstance(x, (pd.Series, pd.DataFrame))
     a = np.asarray(x.to_numpy() if labelled else x, dtype=np.float64)
     if a.ndim not in (1, 2):
         raise ValueError(
@@ -112,6 +117,7 @@ def bootstrap_table(
     batch: int | None = None,
 ) -> pd.DataFrame:
     "Bootstrap CIs for every column of a (queries x systems) table, same resamples."
+    import pandas as pd  # on use: see the imports
     a = _as_scores(table, "table")
     if a.ndim != 2:
         raise ValueError(f"table must be 2-D (queries x systems), got shape {a.shape}")
@@ -162,7 +168,8 @@ class PairedBootstrap:
 # %% ../nbs/05_choosing_metrics.ipynb #464a0db1
 def _paired(a, b):
     "The per-query differences a - b, aligned on query ids when both are pandas Series."
-    if isinstance(a, pd.Series) and isinstance(b, pd.Series):
+    pd = sys.modules.get("pandas")  # pandas objects only if pandas is loaded
+    if pd is not None and isinstance(a, pd.Series) and isinstance(b, pd.Series):
         only_a, only_b = a.index.difference(b.index), b.index.difference(a.index)
         if len(only_a) or len(only_b):
             raise ValueError(
@@ -273,6 +280,7 @@ def vs_ranx(
     ranx_scores: dict | None = None,
 ) -> pd.DataFrame:
     "Per-query scores of irbook and ranx side by side; AssertionError if they differ."
+    import pandas as pd  # on use: see the imports
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     ours = evaluate(
         qrels, run, metrics, per_query=True, make_comparable=make_comparable

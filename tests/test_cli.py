@@ -183,3 +183,18 @@ def test_console_script(files):
     assert json.loads(p.stdout)["mrr"] == pytest.approx(
         M.evaluate(M.read_qrels(qrels), RUNS["bm25"], "mrr")
     )
+
+
+def test_parquet_files_score_like_trec_files(files, tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    qrels, runs = files
+    ms = ["ndcg@10", "mrr", "map"]
+    cols = ["q_id", "doc_id", "score"]
+    qrows = [line.split() for line in QRELS.splitlines()]
+    qp, rp = tmp_path / "qrels.parquet", tmp_path / "bm25.parquet"
+    pd.DataFrame([(q, d, int(v)) for q, _, d, v in qrows], columns=cols).to_parquet(qp)
+    rows = [(q, d, s) for q, x in RUNS["bm25"].items() for d, s in x.items()]
+    pd.DataFrame(rows, columns=cols).to_parquet(rp)
+    _, want, _ = cli(capsys, "eval", qrels, runs[0], "-m", *ms, "--format", "json")
+    status, got, err = cli(capsys, "eval", qp, rp, "-m", *ms, "--format", "json")
+    assert status == 0 and err == "" and json.loads(got) == json.loads(want)

@@ -195,9 +195,10 @@ def _repeat_row(c: Columns) -> int | None:
     nd = int(c.dcode.max()) + 1 if len(c) else 1
     if len(c.qids) * nd < 2**62:
         key = c.qcode * nd + c.dcode
-        srt = np.sort(key, kind="stable")  # timsort: fast on runs grouped by query
-        if not (srt[1:] == srt[:-1]).any():
+        key.sort(kind="stable")  # timsort: fast on runs grouped by query
+        if not (key[1:] == key[:-1]).any():
             return None
+        key = c.qcode * nd + c.dcode  # a repeat: find its row
         o = np.argsort(key, kind="stable")
         dup = np.flatnonzero(key[o][1:] == key[o][:-1])
     else:  # huge integer ids: sort by the pair
@@ -589,11 +590,32 @@ def _from_dicts(qd, rd, make_comparable):
 TIES = ("ranx", "trec_eval")
 
 
+def _as_given(shape) -> np.ndarray:
+    "The identity rank order of a (queries, depth) layout."
+    return np.broadcast_to(np.arange(shape[1], dtype=np.int32), shape).copy()
+
+
 def _by_score(key: np.ndarray) -> np.ndarray:
     "Per row, the stable order of `key` ascending; no sort if rows are already so."
     if (key[:, 1:] >= key[:, :-1]).all():  # a run written in rank order
-        return np.broadcast_to(np.arange(key.shape[1]), key.shape).copy()
+        return _as_given(key.shape)
     return np.argsort(key, axis=1, kind="stable")
+
+
+def _ranx_ties(labs, sc, rl, passes: int, keep_ids: bool) -> np.ndarray:
+    "Per row, ranx's order: by score, then its quicksort on ties that matter."
+    key = _pad(rl, -sc, np.inf, np.float64)
+    order = _by_score(key)
+    ks, ls = np.take_along_axis(key, order, 1), np.take_along_axis(labs, order, 1)
+    tie = (ks[:, 1:] == ks[:, :-1]) & np.isfinite(ks[:, 1:])
+    need = tie.any(1) if keep_ids else (tie & (ls[:, 1:] != ls[:, :-1])).any(1)
+    starts = np.concatenate([[0], np.cumsum(rl)])
+    for i in np.flatnonzero(need):
+        s, o = sc[starts[i] : starts[i + 1]], np.arange(rl[i])
+        for _ in range(passes):
+            o = o[ranx_order(s[o])]
+        order[i, : rl[i]] = o
+    return order
 
 
 def trec_eval_order(lengths, scores, docs, width: int, labels=None) -> np.ndarray:
@@ -607,7 +629,10 @@ def trec_eval_order(lengths, scores, docs, width: int, labels=None) -> np.ndarra
     same = np.zeros(key.shape, bool)  # ties with the rank before
     same[:, 1:] = (ks[:, 1:] == ks[:, :-1]) & np.isfinite(ks[:, 1:])
     if labels is not None:  # only ties that mix labels change a metric
-        ls = np.take_along_axis(_pad(lengths, labels, -2.0, np.float64), order, 1)
+        labels = np.asarray(labels)
+        if labels.ndim == 1:
+            labels = _pad(lengths, labels, -2.0, np.float64)
+        ls = np.take_along_axis(labels, order, 1)
         same = _mixed(same, ls)
     if same.any():  # order each group of tied scores by doc id, descending
         tied = same | np.c_[same[:, 1:], np.zeros(len(key), bool)]
@@ -669,27 +694,18 @@ def to_ranked(
     (qids, jl, lab, rl, rlab, sc, docs), passes = _inputs(qrels, run, make_comparable)
     # rank order: a stable sort by descending score, then the tie rule where a tie
     # mixes labels (any tie, when the ids are kept)
-    key = _pad(rl, -sc, np.inf, np.float64)
     labs = _pad(rl, rlab, -2.0, np.float64)
     if ties == "trec_eval":
-        order = trec_eval_order(rl, sc, docs, key.shape[1], None if keep_ids else rlab)
+        order = trec_eval_order(rl, sc, docs, labs.shape[1], None if keep_ids else labs)
     elif passes == 0:  # a sorted ranx Run: its stored order is the order ranx uses
-        order = np.broadcast_to(np.arange(key.shape[1]), key.shape).copy()
+        order = _as_given(labs.shape)
     else:
-        order = _by_score(key)
-        ks, ls = np.take_along_axis(key, order, 1), np.take_along_axis(labs, order, 1)
-        tie = (ks[:, 1:] == ks[:, :-1]) & np.isfinite(ks[:, 1:])
-        need = tie.any(1) if keep_ids else (tie & (ls[:, 1:] != ls[:, :-1])).any(1)
-        starts = np.concatenate([[0], np.cumsum(rl)])
-        for i in np.flatnonzero(need):
-            s, o = sc[starts[i] : starts[i + 1]], np.arange(rl[i])
-            for _ in range(passes):
-                o = o[ranx_order(s[o])]
-            order[i, : rl[i]] = o
-    lab_r = np.take_along_axis(labs, order, 1)
-    judged = lab_r >= 0
-    rel = np.where(judged, lab_r, 0.0)
-    retrieved = np.arange(key.shape[1]) < rl[:, None]
+        order = _ranx_ties(labs, sc, rl, passes, keep_ids)
+    rel = np.take_along_axis(labs, order, 1)
+    del labs  # the big arrays are made one at a time: memory stays near the run's
+    judged = rel >= 0
+    rel[~judged] = 0.0
+    retrieved = np.arange(rel.shape[1]) < rl[:, None]
     ideal = _pad(jl, lab, -1.0, np.float64)
     ideal = -np.sort(-ideal, axis=1)
     ideal[ideal < 0] = 0.0
