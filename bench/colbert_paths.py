@@ -65,7 +65,7 @@ def path_stats(path: str = "pylate", chapter: int = 8, k: int = 10) -> dict:
     out = {"path": path, "chunks": len(chunks), "questions": len(queries)}
     t0 = time.perf_counter()  # index = from the saved model to a searchable index
     r = (
-        ColBERTRetriever(str(model_dir), progress=False)
+        ColBERTRetriever(str(model_dir), progress=False, cache=False)
         if path == "pylate"
         else RAGatouilleRetriever(ckpt)
     ).index(chunks)

@@ -386,3 +386,29 @@ def test_voyager_inserts_on_one_thread():
     index = _OneThread(FakeIndex())
     assert index.add_items([[0.0], [1.0]]) == [0, 1]
     assert calls == [1] and index.size == 3
+
+
+def test_index_cache_reused_for_the_same_model_and_texts(model, tmp_path, monkeypatch):
+    monkeypatch.setenv("IRBOOK_CACHE", str(tmp_path))
+    qs = {"q1": "how do I pick a learning rate?", "q2": "pictures of pets"}
+    model.irbook_identity = "test-model-1"
+    try:
+        first = ColBERTRetriever(model, progress=False).index(DOCS)
+        folders = list((tmp_path / "indexes").iterdir())
+        assert len(folders) == 1 and (folders[0] / MARKER).is_file()
+        stamp = (folders[0] / "emb.npz").stat().st_mtime_ns
+        again = ColBERTRetriever(model, progress=False).index(DOCS)
+        assert (folders[0] / "emb.npz").stat().st_mtime_ns == stamp  # loaded, not built
+        assert again.search(qs, k=3) == first.search(qs, k=3)
+        for e1, e2 in zip(first.emb, again.emb):
+            np.testing.assert_array_equal(e1, e2)
+        # other texts, another model, or cache=False: a new build
+        ColBERTRetriever(model, progress=False).index({**DOCS, "e": "new text"})
+        ColBERTRetriever(model, progress=False, cache=False).index(DOCS)
+        model.irbook_identity = "test-model-2"
+        ColBERTRetriever(model, progress=False).index(DOCS)
+        assert len(list((tmp_path / "indexes").iterdir())) == 3
+    finally:
+        del model.irbook_identity
+    ColBERTRetriever(model, progress=False).index(DOCS)  # no identity: never cached
+    assert len(list((tmp_path / "indexes").iterdir())) == 3

@@ -2,9 +2,9 @@
 
 # %% auto #0
 __all__ = ['COLBERTV2', 'ANSWERAI_SMALL', 'CHECK_TEXTS', 'new_colbert', 'pseudo_queries', 'token_states', 'train_head',
-           'ColBERTSettings', 'is_complete', 'offline_colbert', 'colbert_training_log', 'load_colbert', 'maxsim',
-           'maxsim_top', 'ColBERTRetriever', 'colbert_ai_metadata', 'colbert_ai_complete', 'colbert_ai_checkpoint',
-           'check_colbert_ai', 'to_colbert_ai', 'RAGatouilleRetriever', 'agree_up_to_ties']
+           'ColBERTSettings', 'is_complete', 'offline_colbert', 'colbert_training_log', 'model_identity',
+           'load_colbert', 'maxsim', 'maxsim_top', 'ColBERTRetriever', 'colbert_ai_metadata', 'colbert_ai_complete',
+           'colbert_ai_checkpoint', 'check_colbert_ai', 'to_colbert_ai', 'RAGatouilleRetriever', 'agree_up_to_ties']
 
 # %% ../../nbs/14_colbert_search.ipynb #d4a0efa1
 import hashlib
@@ -25,9 +25,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..chunking import notebook_blocks
-from ..core import Retriever, Settings, deprecated_names, top_k
+from ..core import Retriever, Settings, deprecated_names, digest, top_k
 from irbook.data import (
     FASTBOOK_CHAPTERS,
+    MARKER,
     build_folder,
     cache_dir,
     folder_hashes,
@@ -224,6 +225,16 @@ def colbert_training_log(folder) -> dict:
     return json.loads((Path(folder) / "irbook-train.json").read_text())
 
 # %% ../../nbs/14_colbert_search.ipynb #3ae19934
+def model_identity(path: Path) -> str:
+    "What a local model folder holds: its build marker if irbook made it, else files."
+    marker = path / MARKER
+    if marker.is_file():
+        return marker.read_text()
+    files = sorted(p for p in path.rglob("*") if p.is_file())
+    return digest([(str(p.relative_to(path)), p.stat().st_size, p.stat().st_mtime_ns)
+                   for p in files])  # fmt: skip
+
+
 def load_colbert(model=None):
     "A PyLate ColBERT: None (the offline model), a local folder or a hub name."
     from pylate import models
@@ -234,14 +245,18 @@ def load_colbert(model=None):
         raise ValueError(f"model must be None, a folder or a hub name, got {model!r}")
     path = Path(model).expanduser()
     if path.is_dir():
-        return models.ColBERT(str(path), device="cpu")
+        m = models.ColBERT(str(path), device="cpu")
+        m.irbook_identity = model_identity(path)  # keys the index cache
+        return m
     try:
-        return models.ColBERT(model, device="cpu")
+        m = models.ColBERT(model, device="cpu")
     except OSError as e:
         raise OSError(
             f"could not load ColBERT {model!r}: hub names need the Hugging Face hub; "
             "offline use load_colbert(None)"
         ) from e
+    m.irbook_identity = f"hub:{model}"
+    return m
 
 # %% ../../nbs/14_colbert_search.ipynb #b4a47d29
 def maxsim(q: np.ndarray, d: np.ndarray) -> float:
@@ -283,7 +298,9 @@ class ColBERTRetriever(Retriever):
         progress: bool = True,
         query_length: int | None = None,
         document_length: int | None = None,
+        cache: bool = True,
     ):
+        self.cache = cache and index_folder is None
         self.model = (
             load_colbert(model if model is None else str(model))
             if model is None or isinstance(model, (str, Path))
@@ -335,24 +352,45 @@ class ColBERTRetriever(Retriever):
             show_progress_bar=self.progress and len(texts) > self.batch_size,
         )
 
+    def _index_key(self, texts: list) -> str | None:
+        "Content key of the index of `texts` (None: not cacheable, build it)."
+        who = getattr(self.model, "irbook_identity", None)
+        if not (self.cache and who and texts):
+            return None
+        return digest("colbert-index", who, self.model.document_length,
+                      version("pylate"), self.ids, texts)  # fmt: skip
+
+    def _build(self, folder: Path, texts: list):
+        "Encode `texts` and insert them into a Voyager index in `folder`."
+        from pylate import indexes  # heavy optional dependency, loaded on use
+
+        emb = [np.asarray(e, dtype=np.float32) for e in self._encode(texts, False)]
+        np.savez(folder / "emb.npz", flat=np.concatenate(emb),
+                 lengths=[len(e) for e in emb])  # fmt: skip
+        v = indexes.Voyager(index_folder=str(folder), index_name="colbert",
+                            override=True, embedding_size=emb[0].shape[1])  # fmt: skip
+        v.index = _OneThread(v.index)
+        v.add_documents(documents_ids=self.ids, documents_embeddings=emb)
+
     def _index(self, texts: list):
         from pylate import indexes  # heavy optional dependency, loaded on use
 
         self.truncated_docs = self._warn_long(dict(zip(self.ids, texts)), False)
-        self.emb = [np.asarray(e, dtype=np.float32) for e in self._encode(texts, False)]
-        folder = self.index_folder or tempfile.mkdtemp(prefix="irbook-voyager-")
-        self.voyager = None
-        if texts:
-            self.voyager = indexes.Voyager(
-                index_folder=str(folder),
-                index_name="colbert",
-                override=True,
-                embedding_size=self.emb[0].shape[1],
-            )
-            self.voyager.index = _OneThread(self.voyager.index)
-            self.voyager.add_documents(
-                documents_ids=self.ids, documents_embeddings=self.emb
-            )
+        self.voyager, self.emb = None, []
+        if not texts:
+            return
+        key = self._index_key(texts)
+        if key:  # the same model and texts: encoded and indexed once, then loaded
+            folder = build_folder(cache_dir() / "indexes" / f"colbert-{key[:16]}",
+                                  key, lambda tmp: self._build(tmp, texts))  # fmt: skip
+        else:
+            folder = Path(self.index_folder or tempfile.mkdtemp(prefix="irbook-voy-"))
+            folder.mkdir(parents=True, exist_ok=True)
+            self._build(folder, texts)
+        z = np.load(folder / "emb.npz")
+        self.emb = np.split(z["flat"], np.cumsum(z["lengths"])[:-1])
+        self.voyager = indexes.Voyager(index_folder=str(folder), index_name="colbert",
+                                       override=False)  # fmt: skip
 
     def _top(self, live: dict, rows: dict, k: int) -> dict:
         "Voyager's candidates (all allowed docs if too few), re-scored by exact MaxSim."
