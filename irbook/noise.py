@@ -15,12 +15,13 @@ from .fastbook import matching_chunks, normalize
 from .search.dense import DenseRetriever, Encoder
 from .search.fulltext import STOP_WORDS, BM25sRetriever, tokenize
 from .search.fusion import rrf  # the book's one RRF (ranx.fuse), see chapter 15
-from .synthetic import LLMClient, LLMError, LLMReplyError, flat_text
+from .synthetic import LLMClient, LLMError, LLMReplyError, flat_text, llm_config
 
 # %% auto #0
 __all__ = ['JUDGE_LABELS', 'JUDGE_SCHEMA', 'JUDGE_PROMPT', 'map_citation', 'map_pairs', 'embed', 'near_duplicates',
            'near_duplicate_ids', 'drop_near_duplicates', 'hybrid_search', 'LLMJudge', 'ContainmentJudge',
-           'multi_positive_filter', 'positive_counts', 'multi_positive_table']
+           'multi_positive_filter', 'positive_counts', 'multi_positive_table', 'easiness_scores', 'easiness_filter',
+           'answerability_judge', 'answerability_filter']
 
 # %% ../nbs/31_label_noise.ipynb #4a804da7
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9`*\[(])")
@@ -374,3 +375,123 @@ def multi_positive_table(questions: list, chunkings: dict) -> pd.DataFrame:
         for name, ch in chunkings.items()
     }
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("chunking")
+
+# %% ../nbs/31_label_noise.ipynb #561e15ae
+def _query_text(p) -> str:
+    "The query of a pair: `.question` (a QAPair), else its `.text`."
+    q = getattr(p, "question", None)
+    return q if isinstance(q, str) else text_of(p, f"pair {getattr(p, 'qid', '?')!r}")
+
+
+def _positive_texts(pos) -> list:
+    "A pair's positives as non-blank texts (a text, a chunk, or a list of either)."
+    if pos is None:
+        return []
+    items = [pos] if isinstance(pos, str) or hasattr(pos, "text") else list(pos)
+    return [t for t in (text_of(x, "positive") for x in items) if t.strip()]
+
+# %% ../nbs/31_label_noise.ipynb #a5ce7a4e
+def easiness_scores(
+    pairs: list, positives: dict, encoder=None, summary: Summary | None = None
+) -> pd.Series:
+    "Cosine of each pair's query and its closest positive under a judge embedding."
+    summary = summary if summary is not None else Summary()
+    stage, ok = "easiness", []
+    blank, nopos = (
+        "query with no tokens (dropped)",
+        "pair with no positive text (dropped)",
+    )
+    summary.expect(stage, ("pairs in", blank, nopos))
+    for p in pairs:
+        q, pos = _query_text(p), _positive_texts(positives.get(p.qid))
+        summary.add(stage, "pairs in", example=p.qid)
+        if not tokenize(q, frozenset()):
+            summary.add(stage, blank, example=p.qid)
+        elif not pos:
+            summary.add(stage, nopos, example=p.qid)
+        else:
+            ok.append((p.qid, q, pos))
+    texts = list(dict.fromkeys(t for _, q, pos in ok for t in (q, *pos)))
+    emb = dict(zip(texts, embed(texts, encoder))) if texts else {}
+    sims = {i: max(float(emb[q] @ emb[t]) for t in pos) for i, q, pos in ok}
+    return pd.Series(sims, dtype=float, name="cosine")
+
+# %% ../nbs/31_label_noise.ipynb #be759bf1
+def easiness_filter(
+    pairs: list,
+    positives: dict,
+    percentile: float = 70,
+    encoder=None,
+    summary: Summary | None = None,
+) -> tuple[list, Summary]:
+    "Pairs whose query-positive cosine is at most the `percentile`-th of all pairs'."
+    if isinstance(percentile, bool) or not 0 <= percentile <= 100:
+        raise ValueError(f"percentile must be in [0, 100], got {percentile!r}")
+    summary = summary if summary is not None else Summary()
+    sims = easiness_scores(pairs, positives, encoder, summary)
+    cut = float(np.percentile(sims, percentile)) if len(sims) else float("nan")
+    easy = sims.index[sims > cut]
+    event = (
+        f"too easy: cosine above the {percentile:g}th percentile, {cut:.3f} (dropped)"
+    )
+    summary.add("easiness", event, len(easy), easy[0] if len(easy) else None)
+    keep = set(sims.index) - set(easy)
+    summary.add("easiness", "pairs kept", len(keep))
+    return [p for p in pairs if p.qid in keep], summary
+
+# %% ../nbs/31_label_noise.ipynb #d13a5efb
+def answerability_judge(config=None, **client_kw):
+    "`LLMJudge` when an LLM endpoint is configured, else `ContainmentJudge`."
+    config = config or llm_config()
+    return LLMJudge(LLMClient(config, **client_kw)) if config else ContainmentJudge()
+
+# %% ../nbs/31_label_noise.ipynb #626366b2
+def _judge_one(judge, p, text: str, summary: Summary, stage: str) -> str:
+    "One judge label; replies outside the vocabulary and failures counted as Unknown."
+    try:
+        lab = judge(p, text)
+    except LLMReplyError:
+        lab = None
+    except LLMError:
+        summary.add(stage, "judge endpoint failed (Unknown)", example=p.qid)
+        return "Unknown"
+    if lab not in JUDGE_LABELS:
+        summary.add(stage, "judge reply not Full/None/Unknown (Unknown)", example=p.qid)
+        return "Unknown"
+    return lab
+
+# %% ../nbs/31_label_noise.ipynb #1037dcfe
+def answerability_filter(
+    pairs: list,
+    positives: dict,
+    judge=None,
+    keep=("Full", "Unknown"),
+    summary: Summary | None = None,
+    progress: bool = False,
+) -> tuple[list, pd.DataFrame, Summary]:
+    "Pairs whose own positive the judge finds answers them; the judge is named."
+    judge = judge if judge is not None else answerability_judge()
+    summary, stage = summary if summary is not None else Summary(), "answerability"
+    summary.expect(stage, ("pairs in", "pair with no positive text (dropped)"))
+    summary.expect(stage, ("judge reply not Full/None/Unknown (Unknown)",))
+    summary.expect(stage, [f"pairs judged {k}" for k in JUDGE_LABELS])
+    summary.add(stage, f"judge: {judge.name}", 0)
+    rows, kept = [], []
+    for p in tqdm(pairs, desc=f"judging ({judge.name})", disable=not progress):
+        summary.add(stage, "pairs in", example=p.qid)
+        texts = _positive_texts(positives.get(p.qid))
+        if not texts:
+            summary.add(stage, "pair with no positive text (dropped)", example=p.qid)
+            continue
+        labs = [_judge_one(judge, p, t, summary, stage) for t in texts]
+        lab = "Full" if "Full" in labs else "Unknown" if "Unknown" in labs else "None"
+        summary.add(stage, f"pairs judged {lab}", example=p.qid)
+        summary.add(stage, f"judge: {judge.name}", example=p.qid)
+        rows.append(
+            {"qid": p.qid, "label": lab, "kept": lab in keep, "judge": judge.name}
+        )
+        kept += [p] * (lab in keep)
+    summary.add(stage, "pairs dropped (judged not answerable)", len(rows) - len(kept))
+    summary.add(stage, "pairs kept", len(kept))
+    cols = ["qid", "label", "kept", "judge"]
+    return kept, pd.DataFrame(rows, columns=cols).set_index("qid"), summary

@@ -26,6 +26,7 @@ HEAVY = {
     # the same: mines negatives from MiniLM embeddings of every chunk
     "32_hard_negatives",
     "33_finetuning",
+    "34_synthetic_vs_human",  # indexes every chunk with ColBERT on a cold cache
 }
 
 
