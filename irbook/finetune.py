@@ -369,7 +369,7 @@ EVAL_SEQ = 256
 def evaluate_model(
     model, questions: list, chunks: dict, ks=(1, 5, 10), progress: bool = True
 ) -> pd.DataFrame:
-    "Per question, searched in its own chapter with `model`: recall and Modified MRR."
+    "Per question, searched in its own chapter: hit rate, recall, Modified MRR."
 
     chapters = {q.chapter for q in questions}
     chunks = {cid: c for cid, c in chunks.items() if c.chapter in chapters}
@@ -382,12 +382,15 @@ def evaluate_model(
         filter=chapter_filter(questions, chunks),
     )
     qrels = contexts_to_qrels(questions, chunks)
-    rec = evaluate(
-        qrels, run, [f"recall@{k}" for k in ks], per_query=True, make_comparable=True
-    )
+    names = [f"{m}@{k}" for m in ("hit_rate", "recall") for k in ks]
+    rec = evaluate(qrels, run, names, per_query=True, make_comparable=True)
     mod = score_run(run, chunks, questions, k=10)
     out = mod[["chapter"]].join(
-        rec.rename(columns=lambda c: c.replace("recall", "Recall"))
+        rec.rename(
+            columns=lambda c: c.replace("hit_rate", "HitRate").replace(
+                "recall", "Recall"
+            )
+        )
     )
     return out.assign(
         **{
@@ -400,7 +403,7 @@ def evaluate_model(
 def paired_differences(
     per_query: dict,
     base: str = "base",
-    metrics=("Recall@1", "Recall@5", "Recall@10", "Modified MRR@10"),
+    metrics=("HitRate@1", "HitRate@5", "HitRate@10", "Modified MRR@10"),
     B: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
