@@ -118,6 +118,7 @@ def bootstrap_table(
 ) -> pd.DataFrame:
     "Bootstrap CIs for every column of a (queries x systems) table, same resamples."
     import pandas as pd  # on use: see the imports
+
     a = _as_scores(table, "table")
     if a.ndim != 2:
         raise ValueError(f"table must be 2-D (queries x systems), got shape {a.shape}")
@@ -281,6 +282,7 @@ def vs_ranx(
 ) -> pd.DataFrame:
     "Per-query scores of irbook and ranx side by side; AssertionError if they differ."
     import pandas as pd  # on use: see the imports
+
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     ours = evaluate(
         qrels, run, metrics, per_query=True, make_comparable=make_comparable
