@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from .core import Summary, restrict, top
 from .fastbook import contexts_to_qrels
@@ -204,6 +202,10 @@ class Agreement:
 # %% ../nbs/34_synthetic_vs_human.ipynb #a4323c32
 def _r_tau(h: np.ndarray, s: np.ndarray) -> tuple[float, float]:
     "Pearson r and Kendall's tau-b of two score vectors (nan when one is constant)."
+    from scipy import (
+        stats as sps,
+    )  # on use, as irbook.stats does: scipy is slow to load
+
     if np.ptp(h) == 0 or np.ptp(s) == 0:
         return np.nan, np.nan
     return float(np.corrcoef(h, s)[0, 1]), float(sps.kendalltau(h, s)[0])
@@ -216,8 +218,7 @@ def agreement(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Agreement:
-    "Means, relative deviation, r and tau with bootstrap CIs (queries resampled per"
-    "set)."
+    "Means, relative deviation, r and tau with bootstrap CIs (each set resampled)."
     systems = [s for s in human.columns if s in synthetic.columns]
     if len(systems) < 3:
         raise ValueError(f"need at least 3 systems in both tables, got {systems}")
@@ -240,6 +241,8 @@ def agreement(
 # %% ../nbs/34_synthetic_vs_human.ipynb #506d1f58
 def plot_agreement(a: Agreement, ax=None, metric: str = "", short: dict | None = None):
     "Human vs synthetic score of every system, one labelled point each, and y = x."
+    import matplotlib.pyplot as plt  # on use, as every irbook plot
+
     ax = ax or plt.subplots(figsize=(5, 5))[1]
     t = a.table
     ax.scatter(t.human, t.synthetic)

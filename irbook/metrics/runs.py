@@ -224,21 +224,6 @@ def columns_problem(c: Columns) -> str | None:
         return f"row {i}: doc {d!r} repeated in query {q!r}"
     return None
 
-# %% ../../nbs/01_qrels_and_runs.ipynb #b5d3f9bf
-class _Counted:
-    "A binary file that advances a tqdm bar by the bytes read through it."
-
-    def __init__(self, f, bar):
-        self.f, self.bar, self.closed = f, bar, False
-
-    def read(self, n=-1):
-        b = self.f.read(n)
-        self.bar.update(len(b))
-        return b
-
-    def __getattr__(self, name):
-        return getattr(self.f, name)
-
 # %% ../../nbs/01_qrels_and_runs.ipynb #2884bc22
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
 
@@ -257,11 +242,19 @@ def _arrow_table(path, kind: str, progress=None):
     names = [f"f{i}" for i in range(width)]
     size = Path(path).stat().st_size
     show = sys.stderr.isatty() if progress is None else progress
-    with open(path, "rb") as raw, tqdm(
-        total=size, unit="B", unit_scale=True, desc=Path(path).name,
-        disable=not show or size < _BIG, file=sys.stderr, leave=False,
-    ) as bar:  # fmt: skip
-        src = pa.PythonFile(_Counted(raw, bar), mode="r")
+    with (
+        open(path, "rb") as raw,
+        tqdm.wrapattr(
+            raw,
+            "read",
+            total=size,
+            desc=Path(path).name,
+            file=sys.stderr,
+            disable=not show or size < _BIG,
+            leave=False,
+        ) as counted,
+    ):  # fmt: skip  (the bar advances by the bytes pyarrow reads)
+        src = pa.PythonFile(counted, mode="r")
         if str(path).endswith(".gz"):
             src = pa.CompressedInputStream(src, "gzip")
         try:
