@@ -644,7 +644,7 @@ def _as_columns(x, kind: str):
     "`x` as Columns if it is a table (DataFrame, pyarrow Table) or already Columns."
     if isinstance(x, Columns):
         return x
-    if type(x).__name__ in ("DataFrame", "Table") and hasattr(x, "columns"):
+    if type(x).__module__.split(".")[0] in ("pandas", "pyarrow"):  # a table
         return Columns.from_frame(x, kind)
     return None
 
