@@ -22,6 +22,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
+from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from ..chunking import notebook_blocks
@@ -352,26 +353,6 @@ class ColBERTRetriever(Retriever):
             show_progress_bar=self.progress and len(texts) > self.batch_size,
         )
 
-    def _index_key(self, texts: list) -> str | None:
-        "Content key of the index of `texts` (None: not cacheable, build it)."
-        who = getattr(self.model, "irbook_identity", None)
-        if not (self.cache and who and texts):
-            return None
-        return digest("colbert-index", who, self.model.document_length,
-                      version("pylate"), self.ids, texts)  # fmt: skip
-
-    def _build(self, folder: Path, texts: list):
-        "Encode `texts` and insert them into a Voyager index in `folder`."
-        from pylate import indexes  # heavy optional dependency, loaded on use
-
-        emb = [np.asarray(e, dtype=np.float32) for e in self._encode(texts, False)]
-        np.savez(folder / "emb.npz", flat=np.concatenate(emb),
-                 lengths=[len(e) for e in emb])  # fmt: skip
-        v = indexes.Voyager(index_folder=str(folder), index_name="colbert",
-                            override=True, embedding_size=emb[0].shape[1])  # fmt: skip
-        v.index = _OneThread(v.index)
-        v.add_documents(documents_ids=self.ids, documents_embeddings=emb)
-
     def _index(self, texts: list):
         from pylate import indexes  # heavy optional dependency, loaded on use
 
@@ -406,6 +387,30 @@ class ColBERTRetriever(Retriever):
                 qemb[j], self.emb, self.ids, cand if len(cand) >= k else allowed, k
             )
         return run
+
+# %% ../../nbs/14_colbert_search.ipynb #76d78340
+@patch
+def _index_key(self: ColBERTRetriever, texts: list) -> str | None:
+    "Content key of the index of `texts` (None: not cacheable, build it)."
+    who = getattr(self.model, "irbook_identity", None)
+    if not (self.cache and who and texts):
+        return None
+    return digest("colbert-index", who, self.model.document_length,
+                  version("pylate"), self.ids, texts)  # fmt: skip
+
+
+@patch
+def _build(self: ColBERTRetriever, folder: Path, texts: list):
+    "Encode `texts` and insert them into a Voyager index in `folder`."
+    from pylate import indexes  # heavy optional dependency, loaded on use
+
+    emb = [np.asarray(e, dtype=np.float32) for e in self._encode(texts, False)]
+    np.savez(folder / "emb.npz", flat=np.concatenate(emb),
+             lengths=[len(e) for e in emb])  # fmt: skip
+    v = indexes.Voyager(index_folder=str(folder), index_name="colbert",
+                        override=True, embedding_size=emb[0].shape[1])  # fmt: skip
+    v.index = _OneThread(v.index)
+    v.add_documents(documents_ids=self.ids, documents_embeddings=emb)
 
 # %% ../../nbs/14_colbert_search.ipynb #d3812b8f
 _TOKENIZER_FILES = (
