@@ -14,7 +14,8 @@ Also checks that both paths give the same top 10 up to ties. Needs ragatouille i
 (see the Makefile).
 
     IRBOOK_DATA=/path/to/data TORCH_EXTENSIONS_DIR=.cache/torch_extensions \
-        nice python bench/colbert_paths.py [--chapter 8]
+        nice python bench/colbert_paths.py [--chapter 8] \
+        [--record bench/results/colbert_paths.json]
 """
 
 import argparse
@@ -117,6 +118,11 @@ def main(argv=None):
         "--one", choices=("pylate", "ragatouille"), help="measure one path here"
     )
     ap.add_argument("--json", help="with --one: write the measurement to this file")
+    ap.add_argument(
+        "--record",
+        help="write both paths' measurements (runs included) to this file, as "
+        "bench/results/colbert_paths.json, which chapter 14 reads",
+    )
     a = ap.parse_args(argv)
     if a.one:
         Path(a.json).write_text(json.dumps(path_stats(a.one, chapter=a.chapter)))
@@ -168,6 +174,16 @@ def main(argv=None):
         f"same top 10 up to ties (exact): {agree}/{len(qids)}; same best passage "
         f"(PLAID scores): {top1}/{len(qids)}"
     )
+    if a.record:
+        meta = {
+            "machine": platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(),
+            "load": os.getloadavg()[0],
+            "chapter": a.chapter,
+            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        }
+        record = {"meta": meta, "pylate": pl, "ragatouille": rg}
+        Path(a.record).write_text(json.dumps(record, indent=1))
     return 0 if agree == len(qids) else 1
 
 
