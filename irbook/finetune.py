@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .chunking import chunk_book
-from .core import Settings, Summary
+from .core import Settings, Summary, digest
 from .data import FASTBOOK_CHAPTERS, build_folder, cache_dir
 from irbook.fastbook import (
     contexts_to_qrels,
@@ -33,7 +33,8 @@ from .stats import paired_bootstrap
 
 # %% auto #0
 __all__ = ['EVAL_SEQ', 'split_questions', 'question_pairs', 'pseudo_pairs', 'filter_pairs', 'FinetuneSettings', 'training_set',
-           'train', 'finetuned_model', 'training_log', 'evaluate_model', 'paired_differences']
+           'train', 'finetuned_model', 'training_log', 'model_run', 'score_questions', 'evaluate_model',
+           'paired_differences']
 
 # %% ../nbs/33_finetuning.ipynb #d5a9e3ed
 def split_questions(questions: list, held_out) -> tuple[list, list]:
@@ -165,7 +166,7 @@ class FinetuneSettings(Settings):
     epochs: int = 1
     lr: float = 5e-5
     warmup: float = 0.1
-    max_seq_length: int = 128
+    max_seq_length: int = 64
     max_pairs: int | None = None  # cap on the training pairs (tiny test runs)
     seed: int = 0
     kind = "ft"  # the middle word of the cache folder's name
@@ -332,28 +333,37 @@ def finetuned_model(
     progress: bool = True,
     questions: list | None = None,
     chunks: dict | None = None,
+    pairs: pd.DataFrame | None = None,
 ) -> Path:
-    "Folder of the model fine-tuned with `s`: from the cache, else trained and saved."
+    "The model fine-tuned with `s` (on `pairs` if given): cached, else trained."
     s = s or FinetuneSettings()
-    folder = Path(root) if root else cache_dir() / "models" / s.key()
+    key, name = s.digest(), s.key()
+    if pairs is not None:  # the data is the pairs given: they join the key
+        key = digest(key, pairs.to_dict("list"))
+        name = f"{name.rsplit('-', 1)[0]}-pairs-{key[:12]}"
+    folder = Path(root) if root else cache_dir() / "models" / name
 
     def build(tmp: Path):
         summary = Summary()
-        pairs, summary = training_set(s, questions, chunks, summary)
-        log = train(s, pairs, tmp, progress)
+        if pairs is None:
+            data, summary = training_set(s, questions, chunks, summary)
+        else:
+            data = pairs
+            summary.add("pairs", "training pairs (given)", len(data))
+        log = train(s, data, tmp, progress)
         counts = summary.frame().drop(columns="example").to_dict("records")
         (tmp / "irbook-train.json").write_text(
             json.dumps(
                 {
                     "settings": {**asdict(s), "held_out": sorted(s.held_out)},
                     "summary": counts,
-                    "train_qids": sorted(set(pairs.qid)),
+                    "train_qids": sorted(set(data.qid)),
                     **log,
                 }
             )
         )
 
-    return build_folder(folder, s.digest(), build, rebuild)
+    return build_folder(folder, key, build, rebuild)
 
 # %% ../nbs/33_finetuning.ipynb #bf600c6e
 def training_log(folder) -> dict:
@@ -361,26 +371,38 @@ def training_log(folder) -> dict:
     return json.loads((Path(folder) / "irbook-train.json").read_text())
 
 # %% ../nbs/33_finetuning.ipynb #2dac5f6f
-# every model reads the same 256 word pieces of a chunk at evaluation, whatever it was
+# every model reads the same 128 word pieces of a chunk at evaluation, whatever it was
 # trained with
-EVAL_SEQ = 256
+EVAL_SEQ = 128
 
 
-def evaluate_model(
-    model, questions: list, chunks: dict, ks=(1, 5, 10), progress: bool = True
-) -> pd.DataFrame:
-    "Per question, searched in its own chapter: hit rate, recall, Modified MRR."
-
+def model_run(
+    model,
+    questions: list,
+    chunks: dict,
+    k: int = 10,
+    progress: bool = True,
+    max_seq_length: int = EVAL_SEQ,
+) -> dict:
+    "The top `k` chunks of a dense `model` per question, searched in its own chapter."
     chapters = {q.chapter for q in questions}
     chunks = {cid: c for cid, c in chunks.items() if c.chapter in chapters}
     retriever = DenseRetriever(
-        encoder=Encoder(str(model), progress=progress, max_seq_length=EVAL_SEQ)
+        encoder=Encoder(str(model), progress=progress, max_seq_length=max_seq_length)
     )
-    run = retriever.index({cid: c.text for cid, c in chunks.items()}).search(
+    return retriever.index({cid: c.text for cid, c in chunks.items()}).search(
         {q.qid: q.text for q in questions},
-        k=max(10, *ks),
+        k=k,
         filter=chapter_filter(questions, chunks),
     )
+
+
+def score_questions(
+    run: dict, questions: list, chunks: dict, ks=(1, 5, 10)
+) -> pd.DataFrame:
+    "Per question of a run: hit rate, recall, Modified MRR@10 and Recall@10."
+    chapters = {q.chapter for q in questions}
+    chunks = {cid: c for cid, c in chunks.items() if c.chapter in chapters}
     qrels = contexts_to_qrels(questions, chunks)
     names = [f"{m}@{k}" for m in ("hit_rate", "recall") for k in ks]
     rec = evaluate(qrels, run, names, per_query=True, make_comparable=True)
@@ -398,6 +420,14 @@ def evaluate_model(
             "Modified Recall@10": mod.modified_recall,
         }
     ).fillna(0.0)
+
+
+def evaluate_model(
+    model, questions: list, chunks: dict, ks=(1, 5, 10), progress: bool = True
+) -> pd.DataFrame:
+    "Per question, searched in its own chapter: hit rate, recall, Modified MRR."
+    run = model_run(model, questions, chunks, max(10, *ks), progress)
+    return score_questions(run, questions, chunks, ks)
 
 # %% ../nbs/33_finetuning.ipynb #8bf70cbf
 def paired_differences(
