@@ -21,7 +21,7 @@ LAYERS = [
     ["search.colbert", "search.fusion", "plots"],
     ["jqara", "japanese", "synthetic", "noise", "negatives"],
     ["finetune"],
-    ["part2", "synthetic_eval", "cli"],
+    ["part2", "synthetic_eval", "training_filters", "cli"],
 ]
 ORDER = [m for layer in LAYERS for m in layer]
 RANK = {m: i for i, m in enumerate(ORDER)}

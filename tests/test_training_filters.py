@@ -1,0 +1,197 @@
+"""irbook.training_filters: each filter's verdict on a made-up chapter, pairs per
+kept query, the filter-vs-none statistics on made-up scores, the LLM pool against
+the fake server, and (slow) a model trained on given pairs and cached by them."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_synthetic import FakeServer, ok, qa_reply
+
+from irbook.chunking import Chunk
+from irbook.core import Summary
+from irbook.noise import ContainmentJudge
+from irbook.synthetic import LLMClient, LLMConfig
+from irbook.synthetic_eval import SynthQuery
+from irbook.training_filters import (
+    TRAIN_FILTERS,
+    filter_effects,
+    filter_pairs_by,
+    filter_table,
+    training_queries,
+)
+
+TEXTS = [
+    "The learning rate sets how big a step gradient descent takes at each update.",
+    "Overfitting means the model memorises the training set instead of patterns.",
+    "A validation set is held out so we can measure how well the model generalises.",
+    "Data augmentation creates new training images by flipping and cropping them.",
+    "Transfer learning starts from weights trained on a large dataset like ImageNet.",
+    "Embeddings map each category of a tabular column to a vector of numbers.",
+    "Random forests average many decision trees trained on bootstrap samples.",
+    "Tokenization splits raw text into words or subword pieces before numbering.",
+]
+# c01_0008 repeats c01_0000's sentence word for word: another chunk that answers it
+CHUNKS = {f"c01_{i:04d}": Chunk(f"c01_{i:04d}", 1, t) for i, t in enumerate(TEXTS)}
+CHUNKS["c01_0008"] = Chunk("c01_0008", 1, "In short: " + TEXTS[0])
+
+
+def q(qid, text, pos, answer=None):
+    return SynthQuery(
+        qid, 1, text, (pos,), "inverse cloze", text if answer is None else answer
+    )
+
+
+QUERIES = [
+    q("lr", TEXTS[0], "c01_0000"),  # its sentence is also in c01_0008
+    q("over", TEXTS[1], "c01_0001"),
+    q("val", "how well does the model generalise on held out data", "c01_0002"),
+    q("aug1", "flipping and cropping images", "c01_0003"),
+    q("aug2", "flipping and cropping images", "c01_0003"),  # a duplicate of aug1
+    q("wrong", "subword pieces of raw text", "c01_0006"),  # gold is the forest chunk
+]
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    return filter_table(QUERIES, CHUNKS, ContainmentJudge(), L=5, percentile=70)
+
+
+def test_each_filter_reads_its_evidence(verdicts):
+    t, s = verdicts
+    assert list(t.index) == [x.qid for x in QUERIES] and t["none"].all()
+    assert not t.loc["aug1", "near-duplicates"] and not t.loc["aug2", "near-duplicates"]
+    assert t.loc[["lr", "over", "val", "wrong"], "near-duplicates"].all()
+    # the forest chunk is nowhere near the top for a tokenization query
+    assert not t.loc["wrong", "top-1"] and t.loc["over", "top-1"]
+    assert (t["top-1"] <= t["top-5"]).all()
+    assert ((t["rank"] == 1) == t["top-1"]).all()
+    # another chunk holds all of lr's sentence: the judge says Full, the pair goes
+    assert (
+        not t.loc["lr", "multi-positive"]
+        and t.loc["lr", "other chunks judged Full"] >= 1
+    )
+    assert t.loc["over", "multi-positive"]
+    # 70th percentile of six cosines: the easiest pair(s) above it are dropped
+    assert 1 <= (~t["easiness"]).sum() <= 2
+    assert s["near-duplicates", "anchors removed (both of each pair)"] == 2
+    assert (
+        s["multi-positive", "pairs removed (another chunk answers)"]
+        == (~t["multi-positive"]).sum()
+    )
+
+
+def test_pairs_follow_the_verdicts(verdicts):
+    t, _ = verdicts
+    multi = QUERIES + [
+        SynthQuery("sec", 1, "Training", ("c01_0001", "c01_0002"), "header → section")
+    ]
+    t2 = pd.concat([t, t.loc[["over"]].rename(index={"over": "sec"})])
+    pairs = filter_pairs_by(t2, multi, CHUNKS)
+    assert list(pairs) == list(TRAIN_FILTERS)
+    for f, p in pairs.items():
+        assert set(p.qid) == set(t2.index[t2[f]])
+        assert (p.positive == [CHUNKS[c].text for c in p.pos_id]).all()
+    none = pairs["none"]
+    assert len(none) == len(multi) + 1  # the section query gives one pair per chunk
+    assert list(none[none.qid == "sec"].pos_id) == ["c01_0001", "c01_0002"]
+    assert set(none.source) == {"inverse cloze", "header → section"}
+
+
+def test_filter_table_refuses_an_empty_pool():
+    with pytest.raises(ValueError, match="no queries"):
+        filter_table([], CHUNKS, ContainmentJudge())
+
+
+def scores_for(shift, n=50, seeds=(0, 1, 2), seed=0):
+    "{(filter, seed): per-question scores}: 'a' beats 'none' by `shift` everywhere."
+    rng = np.random.default_rng(seed)
+    out = {}
+    for s in seeds:
+        base = pd.DataFrame(
+            {"m": rng.random(n).round(2)}, index=[f"q{i}" for i in range(n)]
+        )
+        out["none", s] = base
+        out["a", s] = base + shift
+        out["b", s] = base + shift * (s - 1)  # +, 0, - by seed: mean 0, wide spread
+    return out
+
+
+def test_effects_paired_and_seed_spread():
+    e = filter_effects(scores_for(0.1), metrics=["m"], B=2000)
+    a, b = e.loc[("a", "m")], e.loc[("b", "m")]
+    assert a.difference == pytest.approx(0.1) and a.low == pytest.approx(0.1)
+    assert a.high == pytest.approx(0.1) and a.p < 0.01
+    assert a["seed min"] == pytest.approx(0.1) == a["seed max"]
+    assert b.difference == pytest.approx(0.0, abs=1e-12)
+    assert b["seed min"] == pytest.approx(-0.1) and b["seed max"] == pytest.approx(0.1)
+    assert a.filtered - a.none == pytest.approx(0.1)
+
+
+def test_effects_refuse_missing_runs():
+    s = scores_for(0.1)
+    del s["a", 2]
+    with pytest.raises(ValueError, match="every filter"):
+        filter_effects(s, metrics=["m"])
+    with pytest.raises(ValueError, match="every filter"):
+        filter_effects(scores_for(0.1), base="nothing", metrics=["m"])
+
+
+def test_offline_pool_is_seeded_and_counted():
+    from irbook.chunking import chunk_book
+
+    chunks = chunk_book("group", chapters=[1], n=3)
+    s = Summary()
+    everything, s = training_queries(chunks, seed=3, summary=s)
+    few, _ = training_queries(chunks, n=5, seed=3)  # the seed picks sentences too
+    assert len(few) == 5 and {x.qid for x in few} <= {x.qid for x in everything}
+    assert [x.qid for x in training_queries(chunks, n=5, seed=3)[0]] == [
+        x.qid for x in few
+    ]
+    assert [x.qid for x in training_queries(chunks, n=5, seed=4)[0]] != [
+        x.qid for x in few
+    ]
+    assert s["pool", "queries in the pool"] == len(everything) > 20
+    assert s["pool", "synthetic queries made"] == len(everything)
+    assert {x.chapter for x in everything} == {1}
+
+
+def test_llm_pool_against_fake_server(tmp_path, monkeypatch):
+    page = (
+        "Gradient descent changes each weight a little in the direction that lowers "
+        "the loss. The size of that step is set by the learning rate."
+    )
+    chunks = {"c01_0000": Chunk("c01_0000", 1, page)}
+    monkeypatch.setattr(
+        "irbook.training_filters.book_pages", lambda chapters: {"p": chunks["c01_0000"]}
+    )
+    reply = qa_reply(
+        ("What sets the step size?", "the learning rate", ["set by the learning rate"])
+    )
+    with FakeServer([ok(reply)]) as srv:
+        client = LLMClient(
+            LLMConfig(srv.url, "fake-model"), cache_root=tmp_path, retries=0
+        )
+        got, s = training_queries(chunks, client=client)
+    assert [(x.generator, x.positives) for x in got] == [
+        ("LLM (fake-model)", ("c01_0000",))
+    ]
+    assert s["pool", "queries in the pool"] == 1
+
+
+@pytest.mark.slow  # training: `make test-slow`
+def test_model_trained_on_given_pairs_is_cached_by_them(tmp_path, monkeypatch):
+    from irbook.finetune import FinetuneSettings, finetuned_model, training_log
+
+    monkeypatch.setenv("IRBOOK_CACHE", str(tmp_path))
+    t, _ = filter_table(QUERIES, CHUNKS, ContainmentJudge())
+    pairs = filter_pairs_by(t, QUERIES, CHUNKS)
+    s = FinetuneSettings(batch_size=4, max_seq_length=32)
+    a = finetuned_model(s, pairs=pairs["none"], progress=False)
+    log = training_log(a)
+    assert log["pairs"] == len(pairs["none"]) and log["train_qids"] == sorted(
+        set(pairs["none"].qid)
+    )
+    assert finetuned_model(s, pairs=pairs["none"], progress=False) == a
+    b = finetuned_model(s, pairs=pairs["top-1"], progress=False)
+    assert b != a and b.parent == a.parent and "-pairs-" in a.name
+    assert training_log(b)["pairs"] == len(pairs["top-1"])
