@@ -4,6 +4,7 @@
 __all__ = ['FUSIONS', 'CHUNKINGS', 'code_fingerprint', 'cached_run', 'part2_runs', 'maxp_runs', 'part2_systems', 'part2_scores']
 
 # %% ../nbs/16_results.ipynb #0d93c4f2
+import functools
 import hashlib
 import json
 import warnings
@@ -52,6 +53,12 @@ def cached_run(name: str, make, *key, root=None) -> dict:
     return run
 
 # %% ../nbs/16_results.ipynb #236e8f40
+@functools.lru_cache(maxsize=1)
+def _offline_colbert_model(folder: str):
+    "The offline ColBERT, loaded once per process and shared by every chunking's index."
+    return load_colbert(folder)
+
+
 def part2_runs(
     chunks: dict,
     questions: list,
@@ -104,7 +111,7 @@ def part2_runs(
         if not made:
             made["r"] = quiet(
                 lambda: ColBERTRetriever(
-                    load_colbert(str(folder)), progress=progress
+                    _offline_colbert_model(str(folder)), progress=progress
                 ).index(docs)
             )
         return made["r"]
@@ -203,7 +210,6 @@ CHUNKINGS = {
     "3 paragraphs + header": dict(strategy="group", n=3),
     "paragraphs": dict(strategy="paragraph"),
     "~500 tokens (350 words)": dict(strategy="tokens", size=350),
-    "500 words": dict(strategy="tokens", size=500),
     "~1000 tokens (700 words)": dict(strategy="tokens", size=700),
 }
 
