@@ -11,7 +11,6 @@ from tqdm.auto import tqdm
 
 from .core import Summary, as_docs, as_queries, ranking
 from irbook.finetune import (
-    EVAL_SEQ,
     FinetuneSettings,
     finetuned_model,
     model_run,
@@ -178,7 +177,7 @@ def filter_scores(
     chunks: dict,
     settings: FinetuneSettings,
     seeds=(0, 1, 2),
-    eval_seq: int = EVAL_SEQ,
+    eval_seq: int = 128,
     progress: bool = True,
 ) -> tuple[dict, pd.DataFrame]:
     "Per-question scores of a model fine-tuned on each filter's pairs, per seed; logs."
