@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .core import check_k
-from .metrics.runs import evaluate, parse_metric
+from .metrics import evaluate, parse_metric
 
 if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
     import pandas as pd

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from ranx import Qrels
 
 import irbook.metrics as M
-import irbook.metrics.runs as runs
-from irbook.metrics.runs import FRAME_COLUMNS, Columns, read_columns
+import irbook.metrics.io as runs
+from irbook.metrics import FRAME_COLUMNS, Columns, read_columns
 
 DOCS = [f"d{i}" for i in range(12)] + ["D1", "文書", "é9", "z", "a"]
 # plain integers take the integer path; "007" and "+7" must never meet "7"

@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [
     ["data"],
     ["core"],
-    ["metrics.ranx_compat", "metrics.runs", "metrics.sets", "metrics.rank"],
+    ["metrics.ranx_compat", "metrics.columns", "metrics.io", "metrics.conventions"],
+    ["metrics.join", "metrics.registry"],
+    ["metrics.sets", "metrics.rank"],
     ["metrics.graded", "metrics", "stats"],
     ["search.fulltext", "search.dense", "fastbook", "chunking"],
     ["search.colbert", "search.fusion", "plots"],

@@ -1,10 +1,17 @@
-"""irbook.metrics: every ranx metric, one module per chapter of Part I.
+"""irbook.metrics: every ranx metric, and the engine under them.
 
-- `runs` (chapter 1): TREC readers, `Ranked`, `to_ranked`, the registry, `evaluate`
+The engine, lowest layer first (appendix chapter `08_engine`, except where noted):
+- `columns`: `Columns`, a qrels or run as flat arrays, and every input check
+- `io`: the only code that opens a qrels or run file (TREC text, .gz, parquet, ranx lz4/json)
+- `conventions`: rank order and tie rules (ranx, trec_eval)
+- `join`: qrels and run joined into `Ranked`, the input of every metric
+- `registry` (chapter 1): metric names, `register`, `parse_metric`
+- `evaluation` (chapter 1): `evaluate`
+The metrics, one module per chapter of Part I:
 - `sets` (chapter 2): hits, hit rate, precision, recall, F1, R-precision, plots
 - `rank` (chapter 3): MRR, MAP, RBP, bpref, and their plots
 - `graded` (chapter 4): DCG, NDCG (and Burges' variants), and their plots
-- `ranx_compat` (appendix): ranx's tie order and ranx-object reading
+- `ranx_compat` (appendix 6): ranx's tie order and ranx-object reading
 
 Importing the package registers every metric, so `evaluate` knows all fourteen names.
 """
@@ -12,10 +19,14 @@ Importing the package registers every metric, so `evaluate` knows all fourteen n
 import warnings
 
 from ..core import QueryMismatch, check_k  # noqa: F401
+from .columns import *  # noqa: F403
+from .conventions import *  # noqa: F403
 from .graded import *  # noqa: F403
+from .io import *  # noqa: F403
+from .join import *  # noqa: F403
 from .rank import *  # noqa: F403
 from .ranx_compat import numba_argsort, ranx_order  # noqa: F401
-from .runs import *  # noqa: F403
+from .registry import *  # noqa: F403
 from .sets import *  # noqa: F403
 
 _MOVED = {"vs_ranx": "irbook.stats"}  # deprecated aliases, removed in the next release

@@ -6,7 +6,8 @@ __all__ = ['plot_log_discount', 'plot_gains', 'dcg', 'dcg_burges', 'ndcg', 'ndcg
 # %% ../../nbs/04_graded_metrics.ipynb #be2c2c0f
 import numpy as np
 
-from .runs import Ranked, ratio, register, to_ranked
+from .join import Ranked, to_ranked
+from .registry import ratio, register
 from .sets import plot_ranking
 
 # %% ../../nbs/04_graded_metrics.ipynb #0627b493

@@ -7,7 +7,8 @@ __all__ = ['mrr', 'plot_first_relevant', 'average_precision', 'plot_average_prec
 # %% ../../nbs/03_rank_metrics.ipynb #ca8f8263
 import numpy as np
 
-from .runs import Ranked, check_p, ratio, register, to_ranked
+from .join import Ranked, to_ranked
+from .registry import check_p, ratio, register
 from .sets import plot_query
 
 # %% ../../nbs/03_rank_metrics.ipynb #c67b6f04

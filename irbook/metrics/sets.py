@@ -7,7 +7,8 @@ __all__ = ['LABEL_COLORS', 'label_color', 'plot_ranking', 'plot_query', 'plot_at
 # %% ../../nbs/02_set_metrics.ipynb #bdd1e6da
 import numpy as np
 
-from .runs import Ranked, ratio, register
+from .join import Ranked
+from .registry import ratio, register
 
 LABEL_COLORS = [
     "#eeeeee",
