@@ -2,7 +2,8 @@
 
 The engine, lowest layer first (appendix chapter `08_engine`, except where noted):
 - `columns`: `Columns`, a qrels or run as flat arrays, and every input check
-- `io`: the only code that opens a qrels or run file (TREC text, .gz, parquet, ranx lz4/json)
+- `io`: the only code that opens a qrels or run file (TREC text, .gz, parquet,
+  ranx lz4/json)
 - `conventions`: rank order and tie rules (ranx, trec_eval)
 - `join`: qrels and run joined into `Ranked`, the input of every metric
 - `registry` (chapter 1): metric names, `register`, `parse_metric`
