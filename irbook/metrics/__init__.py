@@ -6,8 +6,7 @@ The engine, lowest layer first (appendix chapter `08_engine`, except where noted
   ranx lz4/json)
 - `conventions`: rank order and tie rules (ranx, trec_eval)
 - `join`: qrels and run joined into `Ranked`, the input of every metric
-- `registry` (chapter 1): metric names, `register`, `parse_metric`
-- `evaluation` (chapter 1): `evaluate`
+- `registry` (chapter 1): metric names, `register`, `parse_metric`, `evaluate`
 The metrics, one module per chapter of Part I:
 - `sets` (chapter 2): hits, hit rate, precision, recall, F1, R-precision, plots
 - `rank` (chapter 3): MRR, MAP, RBP, bpref, and their plots
