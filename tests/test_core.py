@@ -18,7 +18,7 @@ LAYERS = [
     ["metrics.ranx_compat", "metrics.columns", "metrics.io", "metrics.conventions"],
     ["metrics.join", "metrics.registry"],
     ["metrics.sets", "metrics.rank"],
-    ["metrics.graded", "metrics", "stats"],
+    ["metrics.graded", "metrics", "stats", "compare"],
     ["search.fulltext", "search.dense", "fastbook", "chunking"],
     ["search.colbert", "search.fusion", "plots"],
     ["jqara", "japanese", "synthetic", "noise", "negatives"],
@@ -128,6 +128,7 @@ OLD = {
     "irbook.japanese.METRICS": "irbook.japanese.JSQUAD_METRICS",
     "irbook.negatives.METHODS": "irbook.negatives.MINING_METHODS",
     "irbook.metrics.vs_ranx": "irbook.stats.vs_ranx",
+    "irbook.cli.paired_p": "irbook.compare.paired_p",
 }
 
 
