@@ -4,32 +4,20 @@
 from __future__ import annotations
 
 import argparse
-import json
+import re
 import sys
-import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import numpy as np
 from tqdm.auto import tqdm
 
-from .core import QueryMismatch
+from .compare import FORMATS, TESTS, compare, per_query_table, render
+from .core import deprecated_names
 from .data import DataError
-from irbook.metrics import (
-    TIES,
-    Columns,
-    evaluate,
-    parse_metric,
-    read_columns,
-    read_run,
-)
-from .stats import holm, paired_bootstrap, randomization_test
-
-if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
-    import pandas as pd
+from .metrics import TIES, Columns, evaluate, parse_metric, read_columns, read_run
 
 # %% auto #0
-__all__ = ['TESTS', 'FORMATS', 'run_name', 'score_runs', 'paired_p', 'compare', 'render', 'parser', 'run_eval', 'main']
+__all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'run_eval', 'main']
 
 # %% ../nbs/07_eval_cli.ipynb #fad3f2ab
 def run_name(path) -> str:
@@ -38,6 +26,41 @@ def run_name(path) -> str:
     for ext in (".gz", ".lz4", ".json", ".trec", ".txt", ".run"):
         name = name.removesuffix(ext)
     return name
+
+# %% ../nbs/07_eval_cli.ipynb #0aff18c5
+_NUMPY_REPR = re.compile(r"np\.\w+\(([^()]*)\)")  # numpy 2 reprs: np.str_('q1')
+
+
+def message(e: BaseException, path=None) -> str:
+    "`e` as one line in the command's words, naming the file `path` when known."
+    if isinstance(e, OSError) and e.strerror:
+        text = f"{e.strerror}: {e.filename or path}"
+    elif isinstance(e, (ValueError, DataError)) and str(e):
+        text = str(e)
+    else:  # not a failure we foresaw: say what it was
+        text = f"{type(e).__name__}: {e}".removesuffix(": ")
+    text = _NUMPY_REPR.sub(r"\1", text).replace(
+        "make_comparable=True", "--make-comparable"
+    )
+    text = " ".join(text.split())  # one line
+    if path is not None and Path(path).name not in text:
+        text = f"{path}: {text}"
+    return text
+
+# %% ../nbs/07_eval_cli.ipynb #d003e74d
+class InputError(ValueError):
+    "A bad input of `irbook eval`, already worded as its one-line message."
+
+
+@contextmanager
+def reading(path):
+    "Any error while reading or scoring `path` becomes an `InputError` naming it."
+    try:
+        yield
+    except InputError:
+        raise
+    except Exception as e:  # KeyboardInterrupt is not an Exception: it goes through
+        raise InputError(message(e, path)) from e
 
 # %% ../nbs/07_eval_cli.ipynb #7fb34505
 def score_runs(
@@ -56,140 +79,45 @@ def score_runs(
     quiet = progress is False or (
         progress is None and (len(paths) < 2 or not sys.stderr.isatty())
     )
-    for p in tqdm(
-        paths,
-        desc="evaluating",
-        unit="run",
-        disable=quiet,
-        file=sys.stderr,
-    ):
+    for p in tqdm(paths, desc="evaluating", unit="run", disable=quiet, file=sys.stderr):
         name = run_name(p)
         if name in out:
             raise ValueError(f"two runs are named {name!r}: rename one of the files")
-        if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
-            qd = qd or qc.to_dict()
-            q, run = qd, read_run(p)
-        else:  # TREC text: the columnar reader
-            q, run = qc, read_columns(p, "run")
-        out[name] = evaluate(
-            q,
-            run,
-            metrics,
-            per_query=per_query,
-            make_comparable=make_comparable,
-            ties=ties,
-        )
+        with reading(p):
+            if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
+                qd = qd or qc.to_dict()
+                q, run = qd, read_run(p)
+            else:  # TREC text: the columnar reader
+                q, run = qc, read_columns(p, "run")
+            kw = dict(per_query=per_query, make_comparable=make_comparable, ties=ties)
+            out[name] = evaluate(q, run, metrics, **kw)
     return out
 
-# %% ../nbs/07_eval_cli.ipynb #ef012ab3
-TESTS = ("t", "fisher", "bootstrap")
-
-
-def paired_p(a, b, test: str = "t", seed=0) -> float:
-    "Two-sided p-value of a paired test of mean(a - b): t, fisher or bootstrap."
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if test == "t":
-        from scipy.stats import ttest_rel  # on use: scipy costs 0.7 s to import
-
-        with warnings.catch_warnings():  # constant differences: scipy warns, p is nan
-            warnings.simplefilter("ignore")
-            p = ttest_rel(a, b).pvalue
-        return 1.0 if np.isnan(p) else float(p)  # identical runs: no evidence at all
-    if test == "fisher":
-        return randomization_test(a, b, seed=seed)
-    if test == "bootstrap":
-        return paired_bootstrap(a, b, B=2000, seed=seed).p
-    raise ValueError(f"test must be one of {TESTS}, got {test!r}")
-
-# %% ../nbs/07_eval_cli.ipynb #405b30a2
-def compare(
-    per_query: dict,
-    baseline: str | None = None,
-    test: str = "t",
-    alpha: float = 0.05,
-    seed=0,
-) -> pd.DataFrame:
-    "Every run against `baseline` on every metric: means, difference, CI, p, Holm's p."
-    import pandas as pd  # on use: see the imports
-
-    names = list(per_query)
-    base = names[0] if baseline is None else baseline
-    if base not in per_query:
-        raise ValueError(f"baseline {base!r} is not one of the runs: {names}")
-    rows = []
-    for name in names:
-        for m in per_query[base].columns:
-            a, b = per_query[name][m], per_query[base][m]
-            row = {"run": name, "metric": m, "mean": float(a.mean())}
-            if name != base:
-                ci = paired_bootstrap(a, b, B=2000, seed=seed)
-                row.update(
-                    diff=ci.mean, low=ci.low, high=ci.high, p=paired_p(a, b, test, seed)
-                )
-            rows.append(row)
-    table = pd.DataFrame(rows)
-    if "p" in table:
-        tested = table.p.notna()
-        table.loc[tested, "p_holm"] = holm(table.loc[tested, "p"].to_numpy())
-        table["significant"] = table.p_holm < alpha
-    return table.set_index(["run", "metric"])
-
-# %% ../nbs/07_eval_cli.ipynb #42e85e32
-FORMATS = ("table", "md", "latex", "csv", "json")
-
-
-def _wide(table: pd.DataFrame, marks: bool, fmt: str) -> pd.DataFrame:
-    "Runs as rows, metrics as columns, means with significance letters."
-    import pandas as pd  # on use: see the imports
-
-    runs = list(dict.fromkeys(table.index.get_level_values("run")))
-    letters = {r: chr(ord("a") + i) for i, r in enumerate(runs)}
-    base = next(
-        (r for r in runs if pd.isna(table.loc[r].get("p", pd.Series([np.nan]))).all()),
-        runs[0],
-    )
-    cells = {}
-    for (run, m), row in table.iterrows():
-        beats = []
-        if marks and "significant" in table and row.get("significant", False):
-            beats = [letters[base]] if row["diff"] > 0 else []
-        if marks and run == base and "significant" in table:
-            beats = [
-                letters[r]
-                for r in runs
-                if r != base
-                and table.loc[(r, m), "significant"]
-                and table.loc[(r, m), "diff"] < 0
-            ]
-        text = f"{row['mean']:.4f}"
-        if beats:
-            sup = "".join(beats)
-            text += f"<sup>{sup}</sup>" if fmt == "md" else f"$^{{{sup}}}$"
-        cells.setdefault(f"({letters[run]}) {run}" if marks else run, {})[m] = text
-    return pd.DataFrame(cells).T
-
-# %% ../nbs/07_eval_cli.ipynb #17c0f9e8
-def render(table: pd.DataFrame, fmt: str = "table") -> str:
-    "The comparison (or one run's means) as text in format `fmt`."
-    if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
-    if fmt == "json":
-        if table.index.get_level_values("run").nunique() == 1:
-            return json.dumps({m: row["mean"] for (_, m), row in table.iterrows()})
-        return table.reset_index().to_json(orient="records")
-    if fmt == "csv":
-        return table.reset_index().to_csv(index=False)
-    if fmt in ("md", "latex"):
-        wide = _wide(table, marks=True, fmt=fmt)
-        return wide.to_markdown() if fmt == "md" else wide.to_latex(escape=False)
-    return table.to_string(float_format=lambda x: f"{x:.4f}")
-
 # %% ../nbs/07_eval_cli.ipynb #1cef5fc3
+class _Parser(argparse.ArgumentParser):
+    "argparse, with every error on one line (no usage block) and exit status 2."
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def alpha_arg(text: str) -> float:
+    "The value of `--alpha`: a number strictly between 0 and 1."
+    try:
+        a = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < a < 1:
+        raise argparse.ArgumentTypeError(
+            f"must lie strictly between 0 and 1, got {text}"
+        )
+    return a
+
+
+#| export
 def parser() -> argparse.ArgumentParser:
     "The `irbook` command line: `irbook eval QRELS RUN [RUN ...] -m METRIC ...`."
-    p = argparse.ArgumentParser(
-        prog="irbook", description="Retrieval evaluation from the shell."
-    )
+    p = _Parser(prog="irbook", description="Retrieval evaluation from the shell.")
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser(
         "eval", help="score TREC runs against qrels; compare several runs"
@@ -222,7 +150,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="one row per query (one run only)",
     )
-    e.add_argument("--format", choices=FORMATS, default="table")
+    e.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="output: text table, Markdown, LaTeX, CSV, JSON or trec_eval's layout",
+    )
     e.add_argument(
         "--baseline", help="run name the others are compared with (default: the first)"
     )
@@ -231,9 +164,9 @@ def parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--alpha",
-        type=float,
+        type=alpha_arg,
         default=0.05,
-        help="significance level after Holm's correction",
+        help="significance level after Holm's correction, in (0, 1)",
     )
     return p
 
@@ -244,34 +177,34 @@ def run_eval(a: argparse.Namespace) -> str:
         parse_metric(m)
     if a.per_query and len(a.runs) > 1:
         raise ValueError("-q/--per-query takes one run")
-    qrels = read_columns(a.qrels, "qrels")
+    names = [run_name(p) for p in a.runs]
+    if a.baseline is not None and a.baseline not in names:
+        raise ValueError(f"--baseline {a.baseline!r} is not a run: {', '.join(names)}")
+    with reading(a.qrels):
+        qrels = read_columns(a.qrels, "qrels")
+    args = (qrels, a.runs, a.metrics, a.ties, a.make_comparable)
     if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
-        args = (qrels, a.runs, a.metrics, a.ties, a.make_comparable)
-        return json.dumps(next(iter(score_runs(*args, per_query=False).values())))
-    per_query = score_runs(qrels, a.runs, a.metrics, a.ties, a.make_comparable)
+        return render(score_runs(*args, per_query=False), "json")
+    table = per_query_table(None, score_runs(*args))
     if a.per_query:
-        ((name, df),) = per_query.items()
-        if a.format == "json":
-            return df.to_json(orient="index")
-        return (
-            df.to_csv()
-            if a.format == "csv"
-            else df.to_string(float_format=lambda x: f"{x:.4f}")
-        )
-    return render(compare(per_query, a.baseline, a.test, a.alpha), a.format)
+        return render(table, a.format, per_query=True)
+    return render(compare(table, a.baseline, a.test, a.alpha), a.format)
 
 # %% ../nbs/07_eval_cli.ipynb #ef904524
 def main(argv=None) -> int:
     "Entry point of the `irbook` command: exit status 0, or 2 with one line on stderr."
-    a = parser().parse_args(argv)
     try:
-        print(run_eval(a))
-    except (OSError, ValueError, DataError, QueryMismatch, KeyError) as e:
-        msg = (
-            e.strerror + f": {e.filename}"
-            if isinstance(e, OSError) and e.filename
-            else str(e)
-        )
-        print(f"irbook eval: error: {msg}", file=sys.stderr)
+        a = parser().parse_args(argv)
+    except SystemExit as e:  # --help (0), or a bad argument already reported (2)
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        text = run_eval(a)
+    except Exception as e:  # every failure is one line; KeyboardInterrupt goes through
+        print(f"irbook eval: error: {message(e)}", file=sys.stderr)
         return 2
+    print(text)
     return 0
+
+# %% ../nbs/07_eval_cli.ipynb #678180b6
+# chapter 7's comparison moved to irbook.compare (compare and render are imported above)
+__getattr__ = deprecated_names(__name__, {"paired_p": "irbook.compare.paired_p"})

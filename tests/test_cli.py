@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import irbook.metrics as M
-from irbook.cli import compare, main, render, score_runs
+from irbook.cli import main, score_runs
+from irbook.compare import compare, render
 from irbook.stats import holm
 
 QRELS = "q1 0 a 1\nq1 0 b 0\nq1 0 c 2\nq2 0 d 1\nq3 0 e 1\nq3 0 f 1\n"
@@ -89,13 +90,16 @@ def test_per_query_csv(files, capsys):
 def test_comparison_holm_over_all_comparisons(files, test):
     qrels, runs = files
     ms = ["mrr", "ndcg@3"]
-    table = compare(score_runs(M.read_qrels(qrels), runs, ms), test=test)
+    # compare returns a Comparison: its long `table` has run and metric as columns
+    table = compare(score_runs(M.read_qrels(qrels), runs, ms), test=test).table
     tested = table.dropna(subset=["p"])
     assert len(tested) == 2 * len(ms)  # (runs - 1) x metrics, one Holm family
     assert np.allclose(tested.p_holm, holm(tested.p.to_numpy()))
-    for (run, m), row in tested.iterrows():
+    means = table.drop_duplicates(["run", "metric"]).set_index(["run", "metric"])
+    for _, row in tested.iterrows():
+        run, m = row["run"], row["metric"]
         assert row["diff"] == pytest.approx(
-            table.loc[(run, m), "mean"] - table.loc[("bm25", m), "mean"]
+            means.loc[(run, m), "mean"] - means.loc[("bm25", m), "mean"]
         )
         assert row["low"] <= row["diff"] <= row["high"]
 
@@ -116,8 +120,10 @@ def test_baseline_and_markdown_letters(files, capsys):
     )
     assert status == 0
     assert "(a) bm25" in out and "(b) dense" in out and "(c) hybrid" in out
-    table = compare(score_runs(M.read_qrels(qrels), runs, ["mrr"]), baseline="dense")
-    assert table.loc[("dense", "mrr")].isna()["p"]  # the baseline is not tested
+    table = compare(
+        score_runs(M.read_qrels(qrels), runs, ["mrr"]), baseline="dense"
+    ).table.set_index(["run", "metric"])
+    assert np.isnan(table.loc[("dense", "mrr"), "p"])  # the baseline is not tested
 
 
 def test_superscripts_mark_significant_wins():
@@ -144,6 +150,15 @@ def test_superscripts_mark_significant_wins():
         (["{q}", "{d}/extra.trec"], "do not match"),
         (["{q}", "{r}", "{r}"], "two runs are named"),
         (["{q}", "{r}", "{r2}", "-q"], "one run"),
+        (["{q}", "{r}", "--alpha", "0"], "strictly between 0 and 1"),
+        (["{q}", "{r}", "--alpha", "1"], "strictly between 0 and 1"),
+        (["{q}", "{r}", "--alpha", "1.5"], "strictly between 0 and 1"),
+        (["{q}", "{r}", "--alpha", "nan"], "strictly between 0 and 1"),
+        (["{q}", "{r}", "--alpha", "x"], "not a number"),
+        (["{q}", "{r}", "--format", "xml"], "invalid choice"),
+        (["{q}"], "required"),
+        (["{q}", "{r}", "{r2}", "--baseline", "nope"], "'nope' is not a run"),
+        (["{d}/missing.qrels", "{r}"], "missing.qrels"),
     ],
 )
 def test_bad_input_one_line_exit_2(files, tmp_path, capsys, args, message):
@@ -198,3 +213,133 @@ def test_parquet_files_score_like_trec_files(files, tmp_path, capsys):
     _, want, _ = cli(capsys, "eval", qrels, runs[0], "-m", *ms, "--format", "json")
     status, got, err = cli(capsys, "eval", qp, rp, "-m", *ms, "--format", "json")
     assert status == 0 and err == "" and json.loads(got) == json.loads(want)
+
+
+def test_mismatch_message_speaks_the_command_line(files, tmp_path, capsys):
+    "No numpy reprs, and the option the user can pass, not the library's keyword."
+    qrels, _ = files
+    extra = write_run(tmp_path / "extra.trec", {**RUNS["bm25"], "q9": {"a": 1.0}})
+    status, out, err = cli(capsys, "eval", qrels, extra, "-m", "mrr")
+    assert status == 2 and out == "" and err.count("\n") == 1
+    assert "'q9'" in err and "np.str_" not in err
+    assert "--make-comparable" in err and "make_comparable=True" not in err
+    assert "extra.trec" in err  # the file is named
+
+
+def test_unforeseen_errors_are_one_line_naming_the_file(files, capsys, monkeypatch):
+    import irbook.cli
+
+    def broken(*a, **k):
+        raise RuntimeError("kaput")
+
+    qrels, runs = files
+    monkeypatch.setattr(irbook.cli, "evaluate", broken)
+    status, out, err = cli(capsys, "eval", qrels, runs[1], "-m", "mrr")
+    assert status == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("irbook eval: error: ") and "dense.trec" in err
+    assert "RuntimeError: kaput" in err and "Traceback" not in err
+
+
+def test_keyboard_interrupt_goes_through(files, monkeypatch):
+    import irbook.cli
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    qrels, runs = files
+    monkeypatch.setattr(irbook.cli, "evaluate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["eval", str(qrels), str(runs[0]), "-m", "mrr"])
+
+
+def test_help_exits_0(capsys):
+    assert main(["eval", "--help"]) == 0
+    assert "--alpha" in capsys.readouterr().out
+
+
+# trec_eval's own output (test/out.test of trec_eval 10.0), printed `%-22s\t%s\t%6.4f`
+TREC_EVAL_LINE = "map                   \tall\t0.1785"
+TREC_EVAL_OUT = "/work/shared/trec_eval/test/out.test"
+
+
+def test_trec_eval_line_is_the_reference():
+    import os
+
+    if not os.path.exists(TREC_EVAL_OUT):
+        pytest.skip("trec_eval's test outputs are not on this machine")
+    with open(TREC_EVAL_OUT) as f:
+        assert TREC_EVAL_LINE + "\n" in f.readlines()
+
+
+def _trec_layout(line):
+    "The three fields of a trec line, checked against trec_eval's layout."
+    measure, qid, value = line.split("\t")
+    assert len(measure) >= 22 and measure == f"{measure.strip():<22}", line
+    return measure.strip(), qid, value
+
+
+def test_trec_format_is_trec_evals_layout(files, capsys):
+    qrels, runs = files
+    ms = ["map", "mrr", "ndcg@3", "precision@2", "mrr@2"]
+    status, out, err = cli(
+        capsys, "eval", qrels, runs[1], "-m", *ms, "--format", "trec"
+    )
+    assert status == 0 and err == ""
+    rows = [_trec_layout(line) for line in out.strip().splitlines()]
+    ref = _trec_layout(TREC_EVAL_LINE)
+    assert ref == ("map", "all", "0.1785")
+    want = M.evaluate(M.read_qrels(qrels), RUNS["dense"], ms)
+    names = {"map": "map", "mrr": "recip_rank", "ndcg@3": "ndcg_cut_3"}
+    names |= {"precision@2": "P_2", "mrr@2": "mrr@2"}  # no trec_eval cut-off for RR
+    assert rows[:2] == [("runid", "all", "dense"), ("num_q", "all", "3")]
+    assert rows[2:] == [(names[m], "all", f"{want[m]:6.4f}") for m in ms]
+    # the same layout, character for character, as trec_eval's line
+    line = next(x for x in out.splitlines() if x.startswith("map "))
+    assert line == f"{'map':<22}\tall\t{want['map']:6.4f}"
+
+
+def test_trec_per_query_rows_then_all(files, capsys):
+    qrels, runs = files
+    args = ("eval", qrels, runs[0], "-m", "mrr", "-q", "--format", "trec")
+    status, out, _ = cli(capsys, *args)
+    rows = [_trec_layout(line) for line in out.strip().splitlines()]
+    per_q = M.evaluate(M.read_qrels(qrels), RUNS["bm25"], "mrr", per_query=True)["mrr"]
+    want = [("recip_rank", q, f"{per_q[q]:6.4f}") for q in sorted(per_q.index)]
+    assert status == 0 and rows[:3] == want
+    assert rows[3:5] == [("runid", "all", "bm25"), ("num_q", "all", "3")]
+    assert rows[5] == ("recip_rank", "all", f"{per_q.mean():6.4f}")
+
+
+def test_json_comparison_has_null_never_nan(files, capsys):
+    qrels, runs = files
+    status, out, _ = cli(capsys, "eval", qrels, *runs, "-m", "mrr", "--format", "json")
+    assert status == 0 and "NaN" not in out
+    rows = json.loads(out)
+    base = [r for r in rows if r["run"] == "bm25"]
+    assert base and all(r["p"] is None and r["baseline"] is None for r in base)
+    tested = [r for r in rows if r["run"] != "bm25"]
+    assert all(r["baseline"] == "bm25" and 0 <= r["p_holm"] <= 1 for r in tested)
+
+
+def test_alpha_decides_significance(files, capsys):
+    "The same comparison, significant or not by --alpha alone (p_holm in between)."
+    qrels, runs = files
+    args = ("eval", qrels, runs[0], runs[2], "-m", "mrr", "--format", "json")
+    _, out, _ = cli(capsys, *args)
+    p = json.loads(out)[1]["p_holm"]
+    above, below = min(0.999, p * 1.5), max(0.001, p / 1.5)
+    _, hi, _ = cli(capsys, *args, "--alpha", str(above))
+    _, lo, _ = cli(capsys, *args, "--alpha", str(below))
+    assert json.loads(hi)[1]["significant"] is True
+    assert json.loads(lo)[1]["significant"] is False
+
+
+def test_table_of_several_runs_shows_the_comparison(files, capsys):
+    qrels, runs = files
+    status, out, _ = cli(capsys, "eval", qrels, *runs, "-m", "mrr", "ndcg@3")
+    header = out.splitlines()[0].split()
+    assert status == 0
+    assert header == ["mean", "diff", "low", "high", "effect", "p", "p_holm"] + [
+        "significant"
+    ]
+    assert all(name in out for name in RUNS)
