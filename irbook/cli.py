@@ -34,7 +34,8 @@ _NUMPY_REPR = re.compile(r"np\.\w+\(([^()]*)\)")  # numpy 2 reprs: np.str_('q1')
 def message(e: BaseException, path=None) -> str:
     "`e` as one line in the command's words, naming the file `path` when known."
     if isinstance(e, OSError) and e.strerror:
-        text = f"{e.strerror}: {e.filename or path}"
+        where = e.filename or path
+        text = e.strerror + (f": {where}" if where is not None else "")
     elif isinstance(e, (ValueError, DataError)) and str(e):
         text = str(e)
     else:  # not a failure we foresaw: say what it was

@@ -159,11 +159,15 @@ def test_superscripts_mark_significant_wins():
         (["{q}"], "required"),
         (["{q}", "{r}", "{r2}", "--baseline", "nope"], "'nope' is not a run"),
         (["{d}/missing.qrels", "{r}"], "missing.qrels"),
+        (["{q}", "{d}/bad.trec.gz"], "bad.trec.gz: BadGzipFile"),
+        (["{q}", "{d}/latin.trec"], "latin.trec: 'utf-8' codec can't decode"),
     ],
 )
 def test_bad_input_one_line_exit_2(files, tmp_path, capsys, args, message):
     qrels, runs = files
     (tmp_path / "broken.trec").write_text("q1 Q0 a 1 0.9 x\nq2 Q0 c 1\n")
+    (tmp_path / "bad.trec.gz").write_bytes(b"not gzip at all")
+    (tmp_path / "latin.trec").write_bytes(b"q1 Q0 \xe9 1 1.0 x\n")
     write_run(tmp_path / "extra.trec", {**RUNS["bm25"], "q9": {"a": 1.0}})
     subs = dict(q=qrels, d=tmp_path, r=runs[0], r2=runs[1])
     status, out, err = cli(capsys, "eval", *[a.format(**subs) for a in args])
