@@ -13,7 +13,7 @@ from .join import Ranked, to_ranked
 
 # %% auto #0
 __all__ = ['METRICS', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_metric', 'from_trec_eval', 'expand_metrics', 'check_p',
-           'ratio', 'num_q', 'num_ret', 'num_rel', 'evaluate']
+           'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #08ad263a
 METRICS: dict = {}
@@ -95,7 +95,7 @@ _TREC_CUT = {  # trec_eval measure with a cut-off -> irbook name
 _TREC_PLAIN = {  # trec_eval measure without parameter -> irbook name
     "map": "map", "gm_map": "gm_map", "ndcg": "ndcg", "recip_rank": "mrr",
     "Rprec": "r-precision", "bpref": "bpref", "num_q": "num_q", "num_ret": "num_ret",
-    "num_rel": "num_rel", "num_rel_ret": "hits", "set_P": "precision",
+    "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "set_P": "precision",
     "set_recall": "recall", "set_F": "f1", "rbp": "rbp.9", "dcg": "dcg",
 }  # fmt: skip
 _TREC_RE = re.compile(r"(P|recall|ndcg_cut|map_cut|success|iprec_at_recall)_([\d.]+)")
@@ -161,6 +161,12 @@ def num_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 def num_rel(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Documents judged >= `rel_lvl` in the qrels (R), summed over queries."
     return r.n_rel(rel_lvl).astype(np.float64)
+
+
+@register("num_rel_ret", agg="sum")
+def num_rel_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+    "Relevant documents retrieved (in the top `k`), summed over queries."
+    return (r.relevant(rel_lvl) & r.top(k)).sum(1).astype(np.float64)
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #39482245
 def _aggregate(values: np.ndarray, agg: str) -> float:
