@@ -78,7 +78,9 @@ def read_trec(path, kind) -> dict:
 
 def ours_name(measure: str, lvl: int) -> str | None:
     "The trec_eval measure as irbook evaluates it (with -l), None if irbook lacks it."
-    if M.from_trec_eval(measure) is None:
+    if measure == "rbp":
+        measure = "rbp.9"  # trec_eval's default persistence; bare "rbp" is refused
+    elif M.from_trec_eval(measure) is None:
         return None
     return measure + (f"-l{lvl}" if lvl != 1 else "")
 

@@ -84,13 +84,13 @@ def average_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     return ratio((prec_at * hit).sum(axis=1), n_rel)
 
 # %% ../../nbs/03_rank_metrics.ipynb #f1a2b3c4
-@register("gm_map", agg="gmean")
+@register("gm_map", agg="gmean", ranx=False)
 def gm_map(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Per query, average precision; over queries, `evaluate` takes the geometric mean."
     return average_precision(r, k, rel_lvl)
 
 # %% ../../nbs/03_rank_metrics.ipynb #f1a2b3c8
-@register("iprec_at_recall")
+@register("iprec_at_recall", ranx=False)
 def iprec_at_recall(r: Ranked, x: float, rel_lvl: int = 1) -> np.ndarray:
     "Interpolated precision at recall level `x`: the best precision from that rank on."
     hit = r.relevant(rel_lvl) & r.retrieved

@@ -12,21 +12,22 @@ from ..core import check_k
 from .join import Ranked, to_ranked
 
 # %% auto #0
-__all__ = ['METRICS', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_metric', 'from_trec_eval', 'expand_metrics', 'check_p',
-           'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'evaluate']
+__all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_metric', 'from_trec_eval', 'expand_metrics',
+           'check_p', 'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #08ad263a
-METRICS: dict = {}
+METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
+TREC_ONLY: dict = {}  # measures ranx lacks (trec_eval's counts, gm_map, iprec_at_recall)
 AGGREGATES: dict = {}  # metric name -> how its per-query values become one number
 
 
-def register(name: str, agg: str = "mean"):
-    "Decorator: register a metric function `fn(r, k=0, rel_lvl=1)` under its ranx name."
+def register(name: str, agg: str = "mean", ranx: bool = True):
+    "Decorator: register a metric function `fn(r, k=0, rel_lvl=1)` under its name."
     if agg not in ("mean", "sum", "gmean"):
         raise ValueError(f"agg must be 'mean', 'sum' or 'gmean', got {agg!r}")
 
     def deco(fn):
-        METRICS[name], AGGREGATES[name] = fn, agg
+        (METRICS if ranx else TREC_ONLY)[name], AGGREGATES[name] = fn, agg
         return fn
 
     return deco
@@ -50,7 +51,8 @@ def parse_metric(metric: str) -> tuple:
         sep = "." if "." in base else "@" if "@" in base else None
         if sep is None:
             raise ValueError(
-                f"metric {metric!r}: RBP needs a persistence, e.g. 'rbp.8' for p=0.8"
+                f"metric {metric!r}: RBP needs a persistence, e.g. 'rbp.8' for p=0.8 "
+                "(trec_eval's default rbp is 'rbp.9')"
             )
         name, digits = base.split(sep, 1)
         if not digits.isdigit():
@@ -80,10 +82,10 @@ def parse_metric(metric: str) -> tuple:
             check_k(param, metric)
         else:
             param = 0
-    if name not in METRICS:
+    if name not in METRICS and name not in TREC_ONLY:
         raise ValueError(
             f"unknown metric {name!r} in {metric!r}; known: "
-            f"{', '.join(sorted(METRICS))}"
+            f"{', '.join(sorted(METRICS) + sorted(TREC_ONLY))}"
         )
     return name, param, rel_lvl
 
@@ -96,8 +98,9 @@ _TREC_PLAIN = {  # trec_eval measure without parameter -> irbook name
     "map": "map", "gm_map": "gm_map", "ndcg": "ndcg", "recip_rank": "mrr",
     "Rprec": "r-precision", "bpref": "bpref", "num_q": "num_q", "num_ret": "num_ret",
     "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "set_P": "precision",
-    "set_recall": "recall", "set_F": "f1", "rbp": "rbp.9", "dcg": "dcg",
+    "set_recall": "recall", "set_F": "f1", "dcg": "dcg",
 }  # fmt: skip
+# trec_eval's bare "rbp" (p = 0.9) is spelled rbp.9 here: a bare "rbp" stays an error
 _TREC_RE = re.compile(r"(P|recall|ndcg_cut|map_cut|success|iprec_at_recall)_([\d.]+)")
 
 
@@ -145,25 +148,25 @@ def ratio(num, den) -> np.ndarray:
     )
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #e1f2a3b6
-@register("num_q", agg="sum")
+@register("num_q", agg="sum", ranx=False)
 def num_q(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "1 per query: summed, the number of queries scored (trec_eval's num_q)."
     return np.ones(r.n_queries)
 
 
-@register("num_ret", agg="sum")
+@register("num_ret", agg="sum", ranx=False)
 def num_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Documents retrieved (in the top `k`), summed over queries as trec_eval does."
     return r.cut(k).astype(np.float64)
 
 
-@register("num_rel", agg="sum")
+@register("num_rel", agg="sum", ranx=False)
 def num_rel(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Documents judged >= `rel_lvl` in the qrels (R), summed over queries."
     return r.n_rel(rel_lvl).astype(np.float64)
 
 
-@register("num_rel_ret", agg="sum")
+@register("num_rel_ret", agg="sum", ranx=False)
 def num_rel_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Relevant documents retrieved (in the top `k`), summed over queries."
     return (r.relevant(rel_lvl) & r.top(k)).sum(1).astype(np.float64)
@@ -202,7 +205,8 @@ def evaluate(
     r = to_ranked(qrels, run, make_comparable, convention=convention, ties=ties)
     scores = {}
     for m, (name, param, lvl) in zip(names, parsed):
-        scores[m] = np.asarray(METRICS[name](r, param, rel_lvl=lvl), dtype=np.float64)
+        fn = METRICS.get(name) or TREC_ONLY[name]
+        scores[m] = np.asarray(fn(r, param, rel_lvl=lvl), dtype=np.float64)
     if per_query:
         import pandas as pd
 
