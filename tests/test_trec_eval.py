@@ -1,7 +1,8 @@
 """irbook.metrics under each trec_eval convention equals the tool itself, per query.
 
-- `convention="trec_eval"` against trec_eval 10.0 built from source (../shared/trec_eval,
-  or $IRBOOK_TREC_EVAL_SRC): on every expected output of its own test folder, and on
+- `convention="trec_eval"` against trec_eval 10.0 built from its source
+  (../shared/trec_eval, or $IRBOOK_TREC_EVAL_SRC): on every expected output of its
+  own test folder, and on
   >= 1,000 random cases of real-world shape (near-ties in double, graded and negative
   labels, -c, -l2) batched into a few files so the binary runs a few times only;
 - `convention="pytrec_eval"` against pytrec_eval (trec_eval 9.0.8, 32-bit scores), per
@@ -12,7 +13,6 @@ strings (form_res_rels.c).
 """
 
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -175,11 +175,15 @@ def case(draw):
     "One qrels/run pair of real-world shape: 1-4 queries, graded and negative labels."
     qrels, run = {}, {}
     for i in range(draw(st.integers(1, 4))):
-        judged = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=10, unique=True))
+        judged = draw(
+            st.lists(st.sampled_from(DOCS), min_size=1, max_size=10, unique=True)
+        )
         qrels[f"q{i}"] = {d: draw(st.integers(-1, 3)) for d in judged}
         if draw(st.integers(0, 5)) == 0:
             continue  # query missing from the run (scored with -c only)
-        docs = draw(st.lists(st.sampled_from(DOCS), min_size=1, max_size=15, unique=True))
+        docs = draw(
+            st.lists(st.sampled_from(DOCS), min_size=1, max_size=15, unique=True)
+        )
         free = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
         scores = st.sampled_from(NEAR) if draw(st.booleans()) else free
         run[f"q{i}"] = {d: draw(scores) for d in docs}

@@ -65,10 +65,12 @@ def ranx_tie_order(labs, sc, rl, passes: int, keep_ids: bool) -> np.ndarray:
 def trec_eval_order(
     lengths, scores, docs, width: int, labels=None, dtype=np.float64
 ) -> np.ndarray:
-    "Per row, trec_eval's rank order: score (as `dtype`) descending, then doc id descending."
+    "Per row, trec_eval's order: score (as `dtype`) descending, then doc id descending."
     lengths = np.asarray(lengths)
     real = np.arange(width) < lengths[:, None]
-    key = np.full((len(lengths), width), np.inf, dtype)  # float32: trec_eval 9's `float sim`
+    key = np.full(
+        (len(lengths), width), np.inf, dtype
+    )  # float32: trec_eval 9's `float sim`
     key[real] = -np.asarray(scores, np.float64).astype(dtype)
     order = _by_score(key)
     ks = np.take_along_axis(key, order, 1)
@@ -99,9 +101,15 @@ class Convention:
 
     name: str
     score_dtype: object = None  # None: ranx's order; else sort scores cast to it
-    queries: str = "same"  # "same" (ranx), "qrels" (trec_eval 10), "common" (pytrec_eval)
-    rbp_gain: str = "label"  # "label" (ranx) or "scaled" (label / the query's top label)
-    graded_rel_lvl: bool = True  # NDCG, DCG and RBP honour rel_lvl (ranx); trec_eval: no
+    queries: str = (
+        "same"  # "same" (ranx), "qrels" (trec_eval 10), "common" (pytrec_eval)
+    )
+    rbp_gain: str = (
+        "label"  # "label" (ranx) or "scaled" (label / the query's top label)
+    )
+    graded_rel_lvl: bool = (
+        True  # NDCG, DCG and RBP honour rel_lvl (ranx); trec_eval: no
+    )
     iprec_cut: str = "round"  # recall level -> rank: "round" (trec_eval 10), "up" (9)
 
     def order(self, labs, sc, rl, docs, passes: int, keep_ids: bool) -> np.ndarray:

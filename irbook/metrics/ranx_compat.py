@@ -143,7 +143,7 @@ def _dict_rows(d, qids, check) -> list:
 
 # %% ../../nbs/06_ranx_compat.ipynb #874d13b2
 def ranx_rows(qrels, run) -> tuple:
-    "Qrels and run (one at least a ranx object) as query ids and [hash(doc), value] rows."
+    "Qrels and run (one a ranx object) as query ids and [hash(doc), value] rows."
     if is_qrels(qrels):
         qids, qrows = _typed_rows(qrels)
     else:

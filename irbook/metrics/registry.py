@@ -17,7 +17,7 @@ __all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #08ad263a
 METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
-TREC_ONLY: dict = {}  # measures ranx lacks (trec_eval's counts, gm_map, iprec_at_recall)
+TREC_ONLY: dict = {}  # measures ranx lacks: trec_eval's counts, gm_map, iprec
 AGGREGATES: dict = {}  # metric name -> how its per-query values become one number
 
 
@@ -34,7 +34,7 @@ def register(name: str, agg: str = "mean", ranx: bool = True):
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #ae913bb5
 def parse_metric(metric: str) -> tuple:
-    "A metric name ('ndcg@10', or trec_eval's 'ndcg_cut_10') as (name, k or p, rel_lvl)."
+    "A metric name ('ndcg@10' or trec_eval's 'ndcg_cut_10') as (name, k/p, rel_lvl)."
     if not isinstance(metric, str):
         raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
     metric = from_trec_eval(metric) or metric
@@ -211,5 +211,7 @@ def evaluate(
         import pandas as pd
 
         return pd.DataFrame(scores, index=pd.Index(r.query_ids, name="query_id"))
-    out = {m: _aggregate(v, AGGREGATES[p[0]]) for (m, v), p in zip(scores.items(), parsed)}
+    out = {
+        m: _aggregate(v, AGGREGATES[p[0]]) for (m, v), p in zip(scores.items(), parsed)
+    }
     return out[names[0]] if isinstance(metrics, str) and len(names) == 1 else out
