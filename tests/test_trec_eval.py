@@ -435,3 +435,47 @@ def test_jqara_runs_equal_pytrec_eval():
         run = {q: run[q] for q in qrels if run.get(q)}
         sub = {q: qrels[q] for q in run}
         assert_equal_to_pytrec_eval(sub, run, JQARA_METRICS)
+
+
+def test_no_common_query_refused():
+    "pytrec_eval's rule scores the queries both hold: none in common is an error."
+    with pytest.raises(M.QueryMismatch):
+        M.evaluate({"q": {"a": 1}}, {"x": {"a": 1.0}}, "map", convention="pytrec_eval")
+
+
+@pytest.mark.parametrize("convention", ["ranx", "trec_eval", "pytrec_eval"])
+def test_every_source_one_join(convention):
+    "Dicts, ranx objects and columns join into the same record under each convention."
+    ranx = pytest.importorskip("ranx")
+    qrels = {"q1": {"a": 2, "b": 0, "c": 1}, "q2": {"a": 1}, "q3": {"b": 1}}
+    run = {"q1": {"c": 0.5, "a": 0.5, "d": 0.7}, "q2": {"b": 1.0}, "q4": {"a": 1.0}}
+    names = ["ndcg@2", "P_1", "bpref", "num_rel_ret", "iprec_at_recall_0.50"]
+    frames = [
+        M.evaluate(q, r, names, per_query=True, make_comparable=mc, convention=c)
+        for mc in (True, False)
+        if mc or convention == "pytrec_eval"  # the others refuse the mismatch
+        for c in [convention]
+        for q, r in [
+            (qrels, run),
+            (ranx.Qrels(qrels), ranx.Run(run)),
+            (M.Columns.from_dict(qrels, "qrels"), M.Columns.from_dict(run, "run")),
+        ]
+    ]
+    groups = [frames[i : i + 3] for i in range(0, len(frames), 3)]
+    for g in groups:
+        for f in g[1:]:
+            assert f.index.tolist() == g[0].index.tolist()
+            assert np.allclose(f.to_numpy(), g[0].to_numpy(), atol=ATOL, rtol=0)
+    if convention == "pytrec_eval":
+        assert groups[-1][0].index.tolist() == ["q1", "q2"]
+
+
+def test_trec_eval_names():
+    "trec_eval's spellings map to irbook's; 'official' expands to OFFICIAL."
+    assert M.from_trec_eval("P_10") == "precision@10"
+    assert M.from_trec_eval("ndcg_cut_10-l2") == "ndcg@10-l2"
+    assert M.from_trec_eval("recip_rank") == "mrr"
+    assert M.from_trec_eval("precision@10") is None
+    assert M.expand_metrics(["official", "ndcg"]) == M.OFFICIAL + ["ndcg"]
+    got = M.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, "official")
+    assert list(got) == M.OFFICIAL and got["num_q"] == 1.0

@@ -340,6 +340,8 @@ def apply_query_rule(j: Joined, c: Convention, make_comparable: bool) -> Joined:
         check_same_queries(j.query_ids, j.run_query_ids)
     elif c.queries == "qrels":  # trec_eval 10 stops on a qrels query the run lacks
         check_same_queries(j.query_ids, [q for q, i in zip(j.query_ids, j.in_run) if i])
+    elif not j.in_run.any():  # "common", and no query in common: nothing to score
+        check_same_queries(j.query_ids, j.run_query_ids)
     elif not j.in_run.all():  # "common": only the queries both hold
         return j.select(j.in_run)
     return j
