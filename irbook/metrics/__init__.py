@@ -4,16 +4,20 @@ The engine, lowest layer first (appendix chapter `08_engine`, except where noted
 - `columns`: `Columns`, a qrels or run as flat arrays, and every input check
 - `io`: the only code that opens a qrels or run file (TREC text, .gz, parquet,
   ranx lz4/json)
-- `conventions`: rank order and tie rules (ranx, trec_eval)
-- `join`: qrels and run joined into `Ranked`, the input of every metric
-- `registry` (chapter 1): metric names, `register`, `parse_metric`, `evaluate`
+- `conventions`: named rule sets (ranx, trec_eval 10, pytrec_eval): rank order, query
+  rule, metric details
+- `join`: qrels and run joined into one `Joined` record, then `Ranked`, the input of
+  every metric
+- `registry` (chapter 1): metric names (ranx's and trec_eval's), `register`,
+  `parse_metric`, `evaluate`, `OFFICIAL`
 The metrics, one module per chapter of Part I:
 - `sets` (chapter 2): hits, hit rate, precision, recall, F1, R-precision, plots
 - `rank` (chapter 3): MRR, MAP, RBP, bpref, and their plots
 - `graded` (chapter 4): DCG, NDCG (and Burges' variants), and their plots
 - `ranx_compat` (appendix 6): ranx's tie order and ranx-object reading
 
-Importing the package registers every metric, so `evaluate` knows all fourteen names.
+Importing the package registers every metric, so `evaluate` knows ranx's fourteen names
+(`METRICS`) and the trec_eval measures ranx lacks (`TREC_ONLY`).
 """
 
 import warnings

@@ -83,6 +83,7 @@ def _discounted_sum(gains, depth) -> np.ndarray:
 # %% ../../nbs/04_graded_metrics.ipynb #1e53e793
 def _dcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
     "DCG@k of every query of `r`, linear or exponential gains."
+    rel_lvl = rel_lvl if r.convention.graded_rel_lvl else 1  # trec_eval ignores -l
     depth = r.cut(k)
     labels = r.rel[
         :, : int(depth.max(initial=0))
@@ -104,6 +105,7 @@ def dcg_burges(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 # %% ../../nbs/04_graded_metrics.ipynb #c448d975
 def _idcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
     "DCG@k of the ideal ranking the qrels allow, per query."
+    rel_lvl = rel_lvl if r.convention.graded_rel_lvl else 1
     width = r.ideal.shape[1] if k == 0 else min(k, r.ideal.shape[1])
     gains = _gains(r.ideal[:, :width], rel_lvl, burges)
     return _discounted_sum(gains, np.full(r.n_queries, width))

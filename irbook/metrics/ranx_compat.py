@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 
-from ..core import check_label, check_same_queries, check_score
+from ..core import check_label, check_score
 
 # %% auto #0
-__all__ = ['numba_argsort', 'ranx_order', 'is_qrels', 'is_run', 'sorted_ids', 'from_ranx']
+__all__ = ['numba_argsort', 'ranx_order', 'is_qrels', 'is_run', 'sorted_ids', 'ranx_rows']
 
 # %% ../../nbs/06_ranx_compat.ipynb #373a6aca
 _SMALL = 15  # numba switches to insertion sort under this partition size
@@ -142,8 +142,8 @@ def _dict_rows(d, qids, check) -> list:
     return rows
 
 # %% ../../nbs/06_ranx_compat.ipynb #874d13b2
-def from_ranx(qrels, run, make_comparable):
-    "Flatten qrels/run where at least one is a ranx object, matching docs by hash."
+def ranx_rows(qrels, run) -> tuple:
+    "Qrels and run (one a ranx object) as query ids and [hash(doc), value] rows."
     if is_qrels(qrels):
         qids, qrows = _typed_rows(qrels)
     else:
@@ -154,48 +154,15 @@ def from_ranx(qrels, run, make_comparable):
     else:
         rids = list(run)
         rrows = _dict_rows(run, rids, check_score)
-    if not make_comparable:
-        check_same_queries(qids, rids)
-    pos = {q: i for i, q in enumerate(rids)}
     empty = np.zeros((0, 2))
-    rrows = [rrows[pos[q]] if q in pos else empty for q in qids]
-    jl = np.array([len(a) for a in qrows], np.int64)
-    rl = np.array([len(a) for a in rrows], np.int64)
-    qa = np.concatenate(qrows + [empty])
-    ra = np.concatenate(rrows + [empty])
-    lab, sc = qa[:, 1], ra[:, 1]
+    lab = np.concatenate([a[:, 1] for a in qrows] + [empty[:, 1]])
     if not np.all(lab >= 0):
-        row, j = _first_bad(qids, jl, ~(lab >= 0))
+        row, j = _first_bad(qids, [len(a) for a in qrows], ~(lab >= 0))
         q = qids[row]
-        bad = (
-            [d for d, v in dict(qrels[q]).items() if v < 0][0]
-            if is_qrels(qrels)
-            else None
-        )
-        check_label(q, bad, lab[np.flatnonzero(~(lab >= 0))[0]])
-    if not np.all(np.isfinite(sc)):
-        row, j = _first_bad(qids, rl, ~np.isfinite(sc))
-        q = qids[row]
-        docs = list(dict(run[q]).items())
-        bad = [(d, v) for d, v in docs if not math.isfinite(v)][0]
-        check_score(q, *bad)
-    # match (row, doc hash) of the run against the qrels
-    keys, inv = np.unique(np.concatenate([qa[:, 0], ra[:, 0]]), return_inverse=True)
-    U = max(len(keys), 1)
-    kq = np.repeat(np.arange(len(qids)), jl) * U + inv[: len(qa)]
-    kr = np.repeat(np.arange(len(qids)), rl) * U + inv[len(qa) :]
-    o = np.argsort(kq, kind="stable")
-    kq_s = kq[o]
-    p = np.minimum(np.searchsorted(kq_s, kr), max(len(kq_s) - 1, 0))
-    found = (kq_s[p] == kr) if len(kq_s) else np.zeros(len(kr), bool)
-    rlab = np.where(found, lab[o][p] if len(kq_s) else 0.0, -1.0)
-    r_obj = is_run(run)
-
-    def docs(sub=None):
-        out = []
-        for q in qids:
-            if q in pos:
-                out.extend(dict(run[q]).keys() if r_obj else run[q].keys())
-        return out if sub is None else [out[j] for j in sub]
-
-    return qids, jl, lab, rl, rlab, sc, docs
+        bad = [d for d, v in dict(qrels[q]).items() if v < 0] if is_qrels(qrels) else []
+        check_label(q, bad[0] if bad else None, qrows[row][j, 1])
+    for q, a in zip(rids, rrows):
+        if not np.all(np.isfinite(a[:, 1])):
+            docs = list(dict(run[q]).items())
+            check_score(q, *[(d, v) for d, v in docs if not math.isfinite(v)][0])
+    return qids, qrows, rids, rrows

@@ -3,32 +3,41 @@
 # %% ../../nbs/01_qrels_and_runs.ipynb #7f2fabc7
 from __future__ import annotations
 
+import re
+import warnings
+
 import numpy as np
 
 from ..core import check_k
-from .join import to_ranked
+from .join import Ranked, to_ranked
 
 # %% auto #0
-__all__ = ['METRICS', 'register', 'parse_metric', 'check_p', 'ratio', 'evaluate']
+__all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_metric', 'from_trec_eval', 'expand_metrics',
+           'check_p', 'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #08ad263a
-METRICS: dict = {}
+METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
+TREC_ONLY: dict = {}  # measures ranx lacks: trec_eval's counts, gm_map, iprec
+AGGREGATES: dict = {}  # metric name -> how its per-query values become one number
 
 
-def register(name: str):
-    "Decorator: register a metric function `fn(r, k=0, rel_lvl=1)` under its ranx name."
+def register(name: str, agg: str = "mean", ranx: bool = True):
+    "Decorator: register a metric function `fn(r, k=0, rel_lvl=1)` under its name."
+    if agg not in ("mean", "sum", "gmean"):
+        raise ValueError(f"agg must be 'mean', 'sum' or 'gmean', got {agg!r}")
 
     def deco(fn):
-        METRICS[name] = fn
+        (METRICS if ranx else TREC_ONLY)[name], AGGREGATES[name] = fn, agg
         return fn
 
     return deco
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #ae913bb5
 def parse_metric(metric: str) -> tuple:
-    "A ranx metric name like 'ndcg@10' split into (name, k or p, rel_lvl), checked."
+    "A metric name ('ndcg@10' or trec_eval's 'ndcg_cut_10') as (name, k/p, rel_lvl)."
     if not isinstance(metric, str):
         raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
+    metric = from_trec_eval(metric) or metric
     base, rel_lvl = metric, 1
     if "-l" in metric:
         base, lvl = metric.rsplit("-l", 1)
@@ -42,7 +51,8 @@ def parse_metric(metric: str) -> tuple:
         sep = "." if "." in base else "@" if "@" in base else None
         if sep is None:
             raise ValueError(
-                f"metric {metric!r}: RBP needs a persistence, e.g. 'rbp.8' for p=0.8"
+                f"metric {metric!r}: RBP needs a persistence, e.g. 'rbp.8' for p=0.8 "
+                "(trec_eval's default rbp is 'rbp.9')"
             )
         name, digits = base.split(sep, 1)
         if not digits.isdigit():
@@ -52,6 +62,14 @@ def parse_metric(metric: str) -> tuple:
             )
         param = float(f"0.{digits}")
         check_p(param, metric)
+    elif base.startswith("iprec_at_recall@"):  # a recall level in [0, 1]
+        name, _, ks = base.partition("@")
+        try:
+            param = float(ks)
+        except ValueError:
+            param = -1.0
+        if not 0 <= param <= 1:
+            raise ValueError(f"metric {metric!r}: recall level must be in [0, 1]")
     else:
         name, _, ks = base.partition("@")
         if _:
@@ -64,12 +82,53 @@ def parse_metric(metric: str) -> tuple:
             check_k(param, metric)
         else:
             param = 0
-    if name not in METRICS:
+    if name not in METRICS and name not in TREC_ONLY:
         raise ValueError(
             f"unknown metric {name!r} in {metric!r}; known: "
-            f"{', '.join(sorted(METRICS))}"
+            f"{', '.join(sorted(METRICS) + sorted(TREC_ONLY))}"
         )
     return name, param, rel_lvl
+
+# %% ../../nbs/01_qrels_and_runs.ipynb #e1f2a3b4
+_TREC_CUT = {  # trec_eval measure with a cut-off -> irbook name
+    "P": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map",
+    "success": "hit_rate", "iprec_at_recall": "iprec_at_recall",
+}  # fmt: skip
+_TREC_PLAIN = {  # trec_eval measure without parameter -> irbook name
+    "map": "map", "gm_map": "gm_map", "ndcg": "ndcg", "recip_rank": "mrr",
+    "Rprec": "r-precision", "bpref": "bpref", "num_q": "num_q", "num_ret": "num_ret",
+    "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "set_P": "precision",
+    "set_recall": "recall", "set_F": "f1", "dcg": "dcg",
+}  # fmt: skip
+# trec_eval's bare "rbp" (p = 0.9) is spelled rbp.9 here: a bare "rbp" stays an error
+_TREC_RE = re.compile(r"(P|recall|ndcg_cut|map_cut|success|iprec_at_recall)_([\d.]+)")
+
+
+def from_trec_eval(name: str) -> str | None:
+    "irbook's name for trec_eval's measure `name` ('P_10' -> 'precision@10'), or None."
+    base, sep, lvl = name.rpartition("-l") if "-l" in name else (name, "", "")
+    tail = sep + lvl
+    if base in _TREC_PLAIN:
+        return _TREC_PLAIN[base] + tail
+    m = _TREC_RE.fullmatch(base)
+    if m and (m[1] == "iprec_at_recall" or m[2].isdigit()):
+        return f"{_TREC_CUT[m[1]]}@{m[2]}{tail}"
+    return None
+
+
+# trec_eval's default measures ("official"), in its order (test/out.test)
+OFFICIAL = (
+    ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref"]
+    + ["recip_rank"]
+    + [f"iprec_at_recall_{x / 10:.2f}" for x in range(11)]
+    + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
+)
+
+
+def expand_metrics(metrics) -> list:
+    "The metric names of `metrics` (a name or a list), trec_eval's 'official' expanded."
+    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    return [x for m in names for x in (OFFICIAL if m == "official" else [m])]
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #f36653c6
 def check_p(p, what="p"):
@@ -88,27 +147,71 @@ def ratio(num, den) -> np.ndarray:
         num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0
     )
 
+# %% ../../nbs/01_qrels_and_runs.ipynb #e1f2a3b6
+@register("num_q", agg="sum", ranx=False)
+def num_q(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+    "1 per query: summed, the number of queries scored (trec_eval's num_q)."
+    return np.ones(r.n_queries)
+
+
+@register("num_ret", agg="sum", ranx=False)
+def num_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+    "Documents retrieved (in the top `k`), summed over queries as trec_eval does."
+    return r.cut(k).astype(np.float64)
+
+
+@register("num_rel", agg="sum", ranx=False)
+def num_rel(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+    "Documents judged >= `rel_lvl` in the qrels (R), summed over queries."
+    return r.n_rel(rel_lvl).astype(np.float64)
+
+
+@register("num_rel_ret", agg="sum", ranx=False)
+def num_rel_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+    "Relevant documents retrieved (in the top `k`), summed over queries."
+    return (r.relevant(rel_lvl) & r.top(k)).sum(1).astype(np.float64)
+
 # %% ../../nbs/01_qrels_and_runs.ipynb #39482245
+def _aggregate(values: np.ndarray, agg: str) -> float:
+    "One number from per-query values: mean, sum, or trec_eval's geometric mean."
+    if agg == "sum":
+        return float(np.sum(values))
+    if agg == "gmean":  # trec_eval's gm_map: a score of 0 counts as 0.00001
+        return float(np.exp(np.mean(np.log(np.maximum(values, 1e-5)))))
+    return float(np.mean(values))
+
+
 def evaluate(
     qrels,
     run,
     metrics,
     per_query: bool = False,
     make_comparable: bool = False,
-    ties: str = "ranx",
+    convention: str = "ranx",
+    ties: str | None = None,
 ):
-    "Score `run` against `qrels` with ranx-named `metrics` (one, a list, or per query)."
-    names = [metrics] if isinstance(metrics, str) else list(metrics)
+    "Score `run` against `qrels` with `metrics` (one name, a list, or 'official')."
+    if ties is not None:
+        warnings.warn(
+            "evaluate(ties=...) is deprecated: pass convention='pytrec_eval' "
+            "(trec_eval 9's float32 order) or convention='trec_eval' (trec_eval 10)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+    names = expand_metrics(metrics)
     if not names:
         raise ValueError("no metric given")
     parsed = [parse_metric(m) for m in names]
-    r = to_ranked(qrels, run, make_comparable=make_comparable, ties=ties)
+    r = to_ranked(qrels, run, make_comparable, convention=convention, ties=ties)
     scores = {}
     for m, (name, param, lvl) in zip(names, parsed):
-        scores[m] = np.asarray(METRICS[name](r, param, rel_lvl=lvl), dtype=np.float64)
+        fn = METRICS.get(name) or TREC_ONLY[name]
+        scores[m] = np.asarray(fn(r, param, rel_lvl=lvl), dtype=np.float64)
     if per_query:
         import pandas as pd
 
         return pd.DataFrame(scores, index=pd.Index(r.query_ids, name="query_id"))
-    means = {m: float(np.mean(v)) for m, v in scores.items()}
-    return means[names[0]] if isinstance(metrics, str) else means
+    out = {
+        m: _aggregate(v, AGGREGATES[p[0]]) for (m, v), p in zip(scores.items(), parsed)
+    }
+    return out[names[0]] if isinstance(metrics, str) and len(names) == 1 else out
