@@ -14,7 +14,16 @@ from tqdm.auto import tqdm
 from .compare import FORMATS, TESTS, compare, per_query_table, render
 from .core import deprecated_names
 from .data import DataError
-from .metrics import TIES, Columns, evaluate, parse_metric, read_columns, read_run
+from irbook.metrics import (
+    CONVENTIONS,
+    TIES,
+    Columns,
+    evaluate,
+    expand_metrics,
+    parse_metric,
+    read_columns,
+    read_run,
+)
 
 # %% auto #0
 __all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'run_eval', 'main']
@@ -68,7 +77,7 @@ def score_runs(
     qrels: dict,
     paths: list,
     metrics: list,
-    ties: str = "ranx",
+    convention: str = "ranx",
     make_comparable: bool = False,
     progress: bool | None = None,
     per_query: bool = True,
@@ -90,7 +99,8 @@ def score_runs(
                 q, run = qd, read_run(p)
             else:  # TREC text: the columnar reader
                 q, run = qc, read_columns(p, "run")
-            kw = dict(per_query=per_query, make_comparable=make_comparable, ties=ties)
+            kw = dict(per_query=per_query, make_comparable=make_comparable)
+            kw.update(convention=convention)
             out[name] = evaluate(q, run, metrics, **kw)
     return out
 
@@ -132,15 +142,18 @@ def parser() -> argparse.ArgumentParser:
         "--metrics",
         nargs="+",
         default=["ndcg@10", "mrr@10", "recall@100"],
-        help="ranx metric names, e.g. ndcg@10 map@100 precision@5-l2",
+        help="metric names: ranx's (ndcg@10 map@100 precision@5-l2), trec_eval's "
+        "(P_10 ndcg_cut_10 recip_rank), or 'official' for trec_eval's default set",
     )
     e.add_argument(
-        "--ties",
-        choices=TIES,
+        "--convention",
+        choices=list(CONVENTIONS),
         default="ranx",
-        help="tie order: ranx's (default) or trec_eval's",
+        help="whose rules: ranx (default), trec_eval (10.0) or pytrec_eval",
     )
+    e.add_argument("--ties", choices=TIES, help="deprecated: use --convention")
     e.add_argument(
+        "-c",
         "--make-comparable",
         action="store_true",
         help="score queries missing from a run as 0; drop run queries without qrels",
@@ -174,8 +187,12 @@ def parser() -> argparse.ArgumentParser:
 # %% ../nbs/07_eval_cli.ipynb #cd6e6ea0
 def run_eval(a: argparse.Namespace) -> str:
     "The output text of `irbook eval` for parsed arguments `a`."
+    a.metrics = expand_metrics(a.metrics)
     for m in a.metrics:
         parse_metric(m)
+    if a.ties:  # the old flag: its name is the convention now
+        print("irbook eval: --ties is deprecated: use --convention", file=sys.stderr)
+        a.convention = a.ties
     if a.per_query and len(a.runs) > 1:
         raise ValueError("-q/--per-query takes one run")
     names = [run_name(p) for p in a.runs]
@@ -183,7 +200,7 @@ def run_eval(a: argparse.Namespace) -> str:
         raise ValueError(f"--baseline {a.baseline!r} is not a run: {', '.join(names)}")
     with reading(a.qrels):
         qrels = read_columns(a.qrels, "qrels")
-    args = (qrels, a.runs, a.metrics, a.ties, a.make_comparable)
+    args = (qrels, a.runs, a.metrics, a.convention, a.make_comparable)
     if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
         return render(score_runs(*args, per_query=False), "json")
     table = per_query_table(None, score_runs(*args))

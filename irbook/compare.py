@@ -14,7 +14,8 @@ import numpy as np
 from fastcore.basics import patch
 
 from .core import QueryMismatch
-from .metrics import evaluate, parse_metric
+from .metrics import evaluate
+from .metrics.registry import AGGREGATES, aggregate, parse_metric, to_trec_eval
 from irbook.stats import (
     bootstrap_ci,
     bootstrap_table,
@@ -28,8 +29,8 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
     import pandas as pd
 
 # %% auto #0
-__all__ = ['TESTS', 'PAIRS', 'COLUMNS', 'CEILING_SHARE', 'TREC_EVAL_NAMES', 'FORMATS', 'SHOWN', 'per_query_table', 'paired_p',
-           'Comparison', 'compare', 'verdict', 'trec_name', 'render', 'plot_comparison', 'VsPublished', 'vs_published']
+__all__ = ['TESTS', 'PAIRS', 'COLUMNS', 'CEILING_SHARE', 'FORMATS', 'SHOWN', 'per_query_table', 'paired_p', 'Comparison',
+           'compare', 'verdict', 'trec_name', 'render', 'plot_comparison', 'VsPublished', 'vs_published']
 
 # %% ../nbs/05_compare.ipynb #54f1b238
 def _scored(x, metrics):
@@ -110,7 +111,7 @@ def per_query_table(
     qrels,
     runs,
     metrics=None,
-    ties: str = "ranx",
+    convention: str = "ranx",
     make_comparable: bool = False,
 ) -> pd.DataFrame:
     "Per-query scores of every run: rows are queries, columns (run, metric)."
@@ -125,7 +126,7 @@ def per_query_table(
     for name, x in _named(runs).items():
         f = _scored(x, names)
         if f is None:
-            kw = dict(ties=ties, make_comparable=make_comparable)
+            kw = dict(convention=convention, make_comparable=make_comparable)
             f = _score_one(name, x, qrels, names, **kw)
         frames[name] = f
     return _assemble(frames, names)
@@ -222,6 +223,14 @@ class Comparison:
         return self.table._repr_html_()
 
 # %% ../nbs/05_compare.ipynb #105343a4
+def _by_mean(metric: str) -> bool:
+    "True unless `metric` adds its per-query values up (counts) or takes gm_map's mean."
+    try:
+        return AGGREGATES[parse_metric(metric)[0]] == "mean"
+    except ValueError:  # any other column of scores
+        return True
+
+
 def _rows(table: pd.DataFrame, todo: list, cis: dict, **kw) -> list:
     "One row per run and metric, or per (run, baseline, metric) when tested."
     runs = list(dict.fromkeys(table.columns.get_level_values("run")))
@@ -232,6 +241,9 @@ def _rows(table: pd.DataFrame, todo: list, cis: dict, **kw) -> list:
             for m, ci in cis.items():
                 row = dict(run=run, metric=m, n=len(table), mean=ci.loc[run, "mean"])
                 row.update(mean_low=ci.loc[run, "low"], mean_high=ci.loc[run, "high"])
+                if not _by_mean(m):  # a count or gm_map: its own total, no interval
+                    row.update(mean=aggregate(m, table[(run, m)]), mean_low=np.nan)
+                    row.update(mean_high=np.nan)
                 if b is not None:
                     x, y = table[(run, m)].to_numpy(), table[(b, m)].to_numpy()
                     row.update(baseline=b, baseline_mean=ci.loc[b, "mean"])
@@ -370,33 +382,19 @@ def matrix(self: Comparison, metric: str | None = None, value: str = "p_holm"):
     return out
 
 # %% ../nbs/05_compare.ipynb #773d86dc
-TREC_EVAL_NAMES = {
-    "precision@": "P_{k}",
-    "recall@": "recall_{k}",
-    "map": "map",
-    "map@": "map_cut_{k}",
-    "ndcg": "ndcg",
-    "ndcg@": "ndcg_cut_{k}",
-    "mrr": "recip_rank",
-    "r-precision": "Rprec",
-    "bpref": "bpref",
-    "hit_rate@": "success_{k}",
-}  # irbook metric -> trec_eval measure with the same definition (tests/test_trec_eval)
-
-
 def trec_name(metric: str) -> str:
     "trec_eval's name for `metric` when both compute the same number, else `metric`."
-    try:
-        name, k, level = parse_metric(metric)
-    except ValueError:  # a column that is not an irbook metric keeps its name
-        return metric
-    pattern = TREC_EVAL_NAMES.get(name + ("@" if k else ""))
-    return pattern.format(k=k) if pattern and level == 1 else metric
+    return to_trec_eval(metric) or metric
 
 # %% ../nbs/05_compare.ipynb #73dd3959
+_ALL_ONLY = ("num_q", "gm_map")  # trec_eval prints these for "all" only
+
+
 def _trec_line(measure: str, qid, value) -> str:
-    "One line as trec_eval prints it: `%-22s\\t%s\\t%6.4f`."
-    return f"{trec_name(measure):<22}\t{qid}\t{value:6.4f}"
+    "One line as trec_eval prints it: `%-22s\\t%s\\t%6.4f` (a count as an integer)."
+    count = not _by_mean(measure) and measure != "gm_map" and value == int(value)
+    text = f"{int(value)}" if count else f"{value:6.4f}"
+    return f"{trec_name(measure):<22}\t{qid}\t{text}"
 
 
 def _trec(name: str, means: Mapping, n=None, per_query=None) -> list[str]:
@@ -404,9 +402,12 @@ def _trec(name: str, means: Mapping, n=None, per_query=None) -> list[str]:
     out = []
     if per_query is not None:
         for q in sorted(per_query.index, key=str):
-            out += [_trec_line(m, q, v) for m, v in per_query.loc[q].items()]
+            row = per_query.loc[q].items()  # trec_eval -q: no num_q, gm_map per query
+            out += [
+                _trec_line(m, q, v) for m, v in row if trec_name(m) not in _ALL_ONLY
+            ]
     out.append(f"{'runid':<22}\tall\t{name}")
-    if n is not None:
+    if n is not None and "num_q" not in map(trec_name, means):
         out.append(f"{'num_q':<22}\tall\t{n}")
     return out + [_trec_line(m, "all", v) for m, v in means.items()]
 
@@ -486,7 +487,8 @@ def _render_scores(scores: pd.DataFrame, fmt: str) -> str:
     if fmt == "trec":
         lines = []
         for r in runs:
-            lines += _trec(r, scores[r].mean().to_dict(), len(scores), scores[r])
+            totals = {m: aggregate(m, v) for m, v in scores[r].items()}
+            lines += _trec(r, totals, len(scores), scores[r])
         return "\n".join(lines)
     one = scores[runs[0]].rename_axis(columns=None) if len(runs) == 1 else scores
     if fmt == "json":

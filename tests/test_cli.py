@@ -60,18 +60,37 @@ def test_one_run_json_equals_evaluate(files, capsys):
     assert json.loads(out) == pytest.approx(want, abs=1e-12)
 
 
-def test_ties_trec_eval_flag(files, capsys):
+@pytest.mark.parametrize("convention", ["trec_eval", "pytrec_eval"])
+def test_convention_flag(files, capsys, convention):
+    "--convention scores as evaluate(convention=...) does; ranx by default."
+    qrels, runs = files
+    args = ("eval", qrels, runs[2], "-m", "mrr", "P_1", "--format", "json")
+    _, ranx_out, _ = cli(capsys, *args)
+    _, conv_out, _ = cli(capsys, *args, "--convention", convention)
+    q = M.read_qrels(qrels)
+    want = M.evaluate(q, RUNS["hybrid"], ["mrr", "P_1"], convention=convention)
+    assert json.loads(conv_out) == pytest.approx(want)
+    assert json.loads(ranx_out) == pytest.approx(
+        M.evaluate(q, RUNS["hybrid"], ["mrr", "P_1"])
+    )
+
+
+def test_old_ties_flag_is_the_convention(files, capsys):
+    "--ties trec_eval still works: the trec_eval convention, with a one-line notice."
     qrels, runs = files
     args = ("eval", qrels, runs[2], "-m", "mrr", "--format", "json")
-    _, ranx_out, _ = cli(capsys, *args)
-    _, trec_out, _ = cli(capsys, *args, "--ties", "trec_eval")
-    q = M.read_qrels(qrels)
-    assert json.loads(trec_out)["mrr"] == pytest.approx(
-        M.evaluate(q, RUNS["hybrid"], "mrr", ties="trec_eval")
+    status, old, err = cli(capsys, *args, "--ties", "trec_eval")
+    _, new, _ = cli(capsys, *args, "--convention", "trec_eval")
+    assert status == 0 and old == new
+    assert err.strip() == "irbook eval: --ties is deprecated: use --convention"
+
+
+def test_official_expands_to_trec_evals_default_set(files, capsys):
+    qrels, runs = files
+    status, out, _ = cli(
+        capsys, "eval", qrels, runs[0], "-m", "official", "--format", "json"
     )
-    assert json.loads(ranx_out)["mrr"] == pytest.approx(
-        M.evaluate(q, RUNS["hybrid"], "mrr")
-    )
+    assert status == 0 and list(json.loads(out)) == list(M.OFFICIAL)
 
 
 def test_per_query_csv(files, capsys):

@@ -15,6 +15,7 @@ strings (form_res_rels.c).
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -479,3 +480,43 @@ def test_trec_eval_names():
     assert M.expand_metrics(["official", "ndcg"]) == M.OFFICIAL + ["ndcg"]
     got = M.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, "official")
     assert list(got) == M.OFFICIAL and got["num_q"] == 1.0
+
+
+# ------------------------------------------------------------------ the command line
+_MAIN = "import sys; from irbook.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _cli(*args) -> str:
+    "`irbook eval ...`'s standard output (exit status 0 asserted)."
+    out = subprocess.run(
+        [sys.executable, "-c", _MAIN, "eval", *map(str, args)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _without_runid(text: str) -> list:
+    "Output lines, but trec_eval's runid line (the run's tag; irbook prints its name)."
+    return [x for x in text.splitlines() if not x.startswith("runid ")]
+
+
+@pytest.mark.parametrize("per_query", [False, True])
+def test_cli_official_is_trec_evals_output(trec_eval, per_query):
+    "`-m official --convention trec_eval --format trec` diffs clean against trec_eval."
+    q, r = SRC / "test" / "qrels.test", SRC / "test" / "results.test"
+    flags = ["-q"] * per_query
+    ours = _cli(
+        q, r, "-m", "official", "--convention", "trec_eval", "--format", "trec", *flags
+    )
+    theirs = subprocess.run(
+        [str(trec_eval), *flags, "-m", "official", str(q), str(r)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert _without_runid(ours) == _without_runid(theirs)
+    if not per_query:  # and the expected file of trec_eval's own test suite
+        expected = (SRC / "test" / "out.test").read_text()
+        assert _without_runid(ours) == _without_runid(expected)

@@ -12,8 +12,8 @@ from ..core import check_k
 from .join import Ranked, to_ranked
 
 # %% auto #0
-__all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_metric', 'from_trec_eval', 'expand_metrics',
-           'check_p', 'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'evaluate']
+__all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_metric', 'from_trec_eval', 'to_trec_eval',
+           'expand_metrics', 'check_p', 'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'aggregate', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #08ad263a
 METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
@@ -116,6 +116,19 @@ def from_trec_eval(name: str) -> str | None:
     return None
 
 
+def to_trec_eval(metric: str) -> str | None:
+    "trec_eval's name for `metric` when it computes the same number, else None."
+    base, sep, lvl = metric.rpartition("-l") if "-l" in metric else (metric, "", "")
+    name, _, k = base.partition("@")
+    if sep and lvl != "1":  # trec_eval sets the level per run (-l), not per measure
+        return None
+    plain = {v: t for t, v in reversed(_TREC_PLAIN.items())}  # map, not set_map
+    if not k:
+        return plain.get(name)
+    cut = {v: t for t, v in _TREC_CUT.items()}
+    return f"{cut[name]}_{k}" if name in cut else None
+
+
 # trec_eval's default measures ("official"), in its order (test/out.test)
 OFFICIAL = (
     ["num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref"]
@@ -172,8 +185,13 @@ def num_rel_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     return (r.relevant(rel_lvl) & r.top(k)).sum(1).astype(np.float64)
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #39482245
-def _aggregate(values: np.ndarray, agg: str) -> float:
-    "One number from per-query values: mean, sum, or trec_eval's geometric mean."
+def aggregate(metric: str, values) -> float:
+    "One number from `metric`'s per-query values: its mean, sum or geometric mean."
+    try:
+        agg = AGGREGATES[parse_metric(metric)[0]]
+    except ValueError:  # not a metric name (a column of scores): the mean
+        agg = "mean"
+    values = np.asarray(values, np.float64)
     if agg == "sum":
         return float(np.sum(values))
     if agg == "gmean":  # trec_eval's gm_map: a score of 0 counts as 0.00001
@@ -211,7 +229,5 @@ def evaluate(
         import pandas as pd
 
         return pd.DataFrame(scores, index=pd.Index(r.query_ids, name="query_id"))
-    out = {
-        m: _aggregate(v, AGGREGATES[p[0]]) for (m, v), p in zip(scores.items(), parsed)
-    }
+    out = {m: aggregate(m, v) for m, v in scores.items()}
     return out[names[0]] if isinstance(metrics, str) and len(names) == 1 else out
