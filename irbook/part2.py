@@ -40,7 +40,8 @@ def chunking_table(scores: pd.DataFrame, chunking: str) -> pd.DataFrame:
         s: g.set_index("qid")[list(PART2_METRICS)]
         for s, g in part.groupby("system", sort=False)
     }
-    return pd.concat(frames, axis=1, names=["run", "metric"])
+    table = pd.concat(frames, axis=1, names=["run", "metric"])
+    return table.sort_index()  # questions in id order: the bootstrap resamples rows
 
 
 def versus_best_single(
