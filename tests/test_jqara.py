@@ -212,7 +212,7 @@ def test_fusion_verdict_turns_with_the_numbers(gap, words):
     rng = np.random.default_rng(0)
     rrf = rng.uniform(0.3, 0.9, 1667)
     wsum = np.clip(rrf + gap + rng.normal(0, 0.05, 1667), 0, 1)
-    c = compare({"sum": {"ndcg@10": wsum}, "rrf": {"ndcg@10": rrf}}, test="t")
+    c = compare({"rrf": {"ndcg@10": rrf}, "sum": {"ndcg@10": wsum}}, test="t")
     assert c.sentences()[0].startswith("sum vs rrf, ndcg@10: " + words)
 
 
