@@ -129,6 +129,9 @@ OLD = {
     "irbook.negatives.METHODS": "irbook.negatives.MINING_METHODS",
     "irbook.metrics.vs_ranx": "irbook.stats.vs_ranx",
     "irbook.cli.paired_p": "irbook.compare.paired_p",
+    "irbook.jqara.per_query": "irbook.compare.per_query_table",
+    "irbook.jqara.versus_best": "irbook.compare.compare",
+    "irbook.jqara.significance_matrix": "irbook.compare.compare",
 }
 
 

@@ -13,6 +13,7 @@ import pytest
 from scipy import stats as sps
 
 from irbook import jqara as J
+from irbook.compare import compare, per_query_table
 from irbook.core import QueryMismatch
 from irbook.data import (
     JQARA_RUNS,
@@ -114,22 +115,28 @@ def test_leaderboard_published_needs_a_shared_metric(qrels, runs):
 
 
 # ---------------------------------------------------------------- family leaders
-def test_versus_best_is_a_paired_t_test_against_the_group_leader(qrels, runs):
+def _ndcg(qrels, runs, names):
+    "Per-question nDCG@10 of `names` through the engine: questions x runs."
+    table = per_query_table(qrels, {n: runs[n] for n in names}, "ndcg@10")
+    return table, table.xs("ndcg@10", axis=1, level="metric")
+
+
+def test_family_leaders_are_a_paired_t_test_with_holm(qrels, runs):
+    """Chapter 20's "each run against its family leader", on the engine."""
     names = ["bm25", "japanese-splade-base-v1", "ruri-small", "ruri-base", "ruri-large"]
-    pq = J.per_query({n: runs[n] for n in names}, qrels)
+    table, pq = _ndcg(qrels, runs, names)
     groups = pd.Series(["sparse", "sparse", "dense", "dense", "dense"], index=names)
-    vs = J.versus_best(pq, groups)
     leader = {g: pq[list(groups[groups == g].index)].mean().idxmax() for g in groups}
+    pairs = [(n, leader[g]) for n, g in groups.items() if n != leader[g]]
+    vs = compare(table, test="t", pairs=pairs).tested.set_index("run")
     assert set(vs.index) == set(names) - set(leader.values())
     for n, row in vs.iterrows():
-        assert row["best"] == leader[groups[n]]
-        assert row["gap"] == pytest.approx(pq[n].mean() - pq[row["best"]].mean())
-        assert row["p"] == pytest.approx(sps.ttest_rel(pq[row["best"]], pq[n]).pvalue)
-    assert np.allclose(vs["p (Holm)"], holm(list(vs["p"])))  # holm: tests/test_stats.py
-    with pytest.raises(ValueError, match="without per-query scores"):
-        J.versus_best(pq.drop(columns="bm25"), groups)
-    with pytest.raises(ValueError, match="no group has two runs"):
-        J.versus_best(pq[["bm25"]], groups[["bm25"]])
+        assert row["baseline"] == leader[groups[n]]
+        assert row["diff"] == pytest.approx(pq[n].mean() - pq[row["baseline"]].mean())
+        assert row["p"] == pytest.approx(
+            sps.ttest_rel(pq[row["baseline"]], pq[n]).pvalue
+        )
+    assert np.allclose(vs["p_holm"], holm(list(vs["p"])))  # holm: tests/test_stats.py
 
 
 def test_leaderboard_single_metric_and_list_of_runs(qrels, runs):
@@ -142,8 +149,8 @@ def test_leaderboard_single_metric_and_list_of_runs(qrels, runs):
         )
 
 
-def test_per_query_matches_ranx(qrels, runs):
-    pq = J.per_query({n: runs[n] for n in ["bm25", "ruri-small"]}, qrels, "ndcg@10")
+def test_per_query_table_matches_ranx(qrels, runs):
+    table, pq = _ndcg(qrels, runs, ["bm25", "ruri-small"])
     assert list(pq.columns) == ["bm25", "ruri-small"] and len(pq) == len(qrels.keys())
     for n in pq.columns:
         ref = ranx.evaluate(qrels, runs[n], ["ndcg@10", "mrr@10"], return_mean=False)[
@@ -153,48 +160,60 @@ def test_per_query_matches_ranx(qrels, runs):
 
 
 # ---------------------------------------------------------------- significance
-def test_significance_matrix_equals_scipy_paired_t_test(qrels, runs):
-    sub = {n: runs[n] for n in MIDDLE}
-    p = J.significance_matrix(qrels, sub, "ndcg@10", stat_test="student")
+def test_all_pairs_t_test_equals_ranx_compare_and_scipy(qrels, runs):
+    """The engine's p-values are ranx.compare's "student" ones, side by side."""
+    table, pq = _ndcg(qrels, runs, MIDDLE)
+    p = compare(table, pairs="all", test="t").matrix("ndcg@10", "p")
     assert list(p.index) == MIDDLE == list(p.columns)
     assert np.isnan(np.diag(p.to_numpy())).all()
     assert np.allclose(p.to_numpy(), p.to_numpy().T, equal_nan=True)
-    per_q = {
-        n: ranx.evaluate(qrels, r, ["ndcg@10", "mrr@10"], return_mean=False)["ndcg@10"]
-        for n, r in sub.items()
-    }
+    rep = ranx.compare(
+        qrels, [runs[n] for n in MIDDLE], metrics=["ndcg@10"], stat_test="student"
+    )
     for a in MIDDLE:
         for b in MIDDLE:
             if a != b:
+                ref = float(rep.comparisons[a, b]["ndcg@10"]["p_value"])
+                assert p.loc[a, b] == pytest.approx(ref, rel=1e-6, abs=1e-12)
                 assert p.loc[a, b] == pytest.approx(
-                    sps.ttest_rel(per_q[a], per_q[b]).pvalue, rel=1e-6, abs=1e-12
+                    sps.ttest_rel(pq[a], pq[b]).pvalue, rel=1e-6, abs=1e-12
                 )
-    # renaming for the report leaves the caller's runs alone
-    assert runs["bge-m3+dense"].name == "bge-m3+dense"
 
 
-def test_significance_matrix_fisher_is_a_valid_p_value(qrels, runs):
-    p = J.significance_matrix(
-        qrels,
-        {n: runs[n] for n in ["bge-m3+dense", "ruri-small", "random"]},
-        stat_test="fisher",
-        n_permutations=200,
+def test_all_pairs_fisher_is_a_valid_p_value(qrels, runs):
+    table, _ = _ndcg(qrels, runs, ["bge-m3+dense", "ruri-small", "random"])
+    p = compare(table, pairs="all", test="fisher", permutations=200).matrix(
+        "ndcg@10", "p"
     )
-    # p in steps of 1/200; the close pair is far from significant, random is far from
-    # both
+    # p = (hits + 1) / 201; the close pair is far from significant, random is far
+    # from both (no permutation reaches its gap: the smallest p there is)
     assert p.loc["bge-m3+dense", "ruri-small"] > 0.2
-    assert p.loc["random", "ruri-small"] == 0.0
-    x = p.fillna(0).to_numpy() * 200
+    assert p.loc["random", "ruri-small"] == pytest.approx(1 / 201)
+    x = p.fillna(0).to_numpy() * 201
     assert np.allclose(x, np.round(x))
 
 
-def test_significance_matrix_bad_input(qrels, runs):
-    with pytest.raises(ValueError, match="at least two runs"):
-        J.significance_matrix(qrels, {"bm25": runs["bm25"]})
+def test_engine_bad_input_names_the_run(qrels, runs):
     q, r = _toy()
     short = {k: v for k, v in r.items() if k != "q3"}
     with pytest.raises(QueryMismatch, match=r"run 'short'.*'q3'"):
-        J.significance_matrix(q, {"full": r, "short": short})
+        per_query_table(q, {"full": r, "short": short}, "ndcg@10")
+    one, _ = _ndcg(qrels, runs, ["bm25"])
+    with pytest.raises(ValueError, match="nothing was tested"):
+        compare(one, pairs="all").matrix()
+
+
+@pytest.mark.parametrize(
+    "gap, words", [(0.02, "higher by"), (0.0005, "not separable"), (-0.02, "lower by")]
+)
+def test_fusion_verdict_turns_with_the_numbers(gap, words):
+    """Chapter 20's "the score fusion beats RRF" is the engine's verdict: made-up
+    per-question scores whose gap turns give the other words."""
+    rng = np.random.default_rng(0)
+    rrf = rng.uniform(0.3, 0.9, 1667)
+    wsum = np.clip(rrf + gap + rng.normal(0, 0.05, 1667), 0, 1)
+    c = compare({"rrf": {"ndcg@10": rrf}, "sum": {"ndcg@10": wsum}}, test="t")
+    assert c.sentences()[0].startswith("sum vs rrf, ndcg@10: " + words)
 
 
 # ---- query ids that do not match the qrels
@@ -228,7 +247,7 @@ def test_half_qrels_against_full_runs_mismatch(qrels, runs):
     with pytest.raises(QueryMismatch, match="run 'bm25'"):
         J.leaderboard({"bm25": runs["bm25"]}, tune, ["ndcg@10"])
     with pytest.raises(QueryMismatch, match="run 'bm25'"):
-        J.per_query({"bm25": runs["bm25"]}, tune)
+        per_query_table(tune, {"bm25": runs["bm25"]}, "ndcg@10")
 
 
 def test_bad_scores_name_the_run():
@@ -304,7 +323,7 @@ def test_split_qrels_and_restricted_runs(qrels, runs):
             J.split_qrels(frac=bad)
     half = J.load_runs(["bm25"], restrict_to=tune)["bm25"]
     assert set(half.keys()) == t
-    pq = J.per_query({"bm25": runs["bm25"]}, qrels)["bm25"]
+    pq = _ndcg(qrels, runs, ["bm25"])[1]["bm25"]
     assert J.leaderboard({"bm25": half}, tune, ["ndcg@10"]).iloc[0, 0] == pytest.approx(
         pq.loc[sorted(t)].mean(), abs=1e-12
     )
