@@ -58,7 +58,7 @@ def _read_bytes(path, progress: bool | None = None) -> bytes:
 # %% ../../nbs/08_engine_io.ipynb #62c80b2e
 _TREC = {  # kind: (fewest fields, most fields, their names, value field, value name)
     "qrels": (4, 4, "query iter doc label", 3, "label"),
-    "run": (6, None, "query Q0 doc rank score tag [ignored...]", 4, "score"),
+    "run": (6, None, "query Q0 doc rank score tag", 4, "score"),
 }
 _LABEL = re.compile(rb"[+-]?[0-9]+")  # an integer, as C's atol reads it
 _SCORE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -98,10 +98,10 @@ def _line_columns(data: bytes, path, kind: str) -> Columns:
         if not f or f[0].startswith(b"#"):
             continue  # a blank line or a comment
         if len(f) < lo or (hi and len(f) > hi):
-            got = "only " if len(f) < lo else ""
+            least = "" if hi else "at least "
             raise ValueError(
-                f"{path}, line {n}: a {kind} line has {lo} fields ({names}), "
-                f"this one has {got}{len(f)}"
+                f"{path}, line {n}: a {kind} line has {least}{lo} fields ({names}), "
+                f"this one has {len(f)}"
             )
         qid, doc = _text(path, n, "query", f[0]), _text(path, n, "doc", f[2])
         x, problem = _value(kind, f[col])
