@@ -49,7 +49,7 @@ def _read_bytes(path, progress: bool | None = None) -> bytes:
                 if bar.disable:
                     break
         except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-            raise ValueError(f"{path}: not a complete gzip file ({e})") from None
+            raise ValueError(f"{path}: not a gzip file, or cut short ({e})") from None
         finally:
             bar.close()
     data = parts[0] if len(parts) == 1 else b"".join(parts)
