@@ -105,15 +105,11 @@ def _number(kind: str, what: str, qid, doc, v) -> float:
 
 # %% ../nbs/00_pipeline.ipynb #080ae961
 def check_label(qid, doc, v):
-    "Raise a ValueError naming `qid`/`doc` unless `v` is a valid relevance label."
+    "Raise a ValueError naming `qid`/`doc` unless `v` is an integer (negative too)."
     f = _number("qrels", "label", qid, doc, v)
     if not math.isfinite(f) or f != int(f):
         raise ValueError(
             f"qrels: label of doc {doc!r} in query {qid!r} is not an integer: {v!r}"
-        )
-    if f < 0:
-        raise ValueError(
-            f"qrels: label of doc {doc!r} in query {qid!r} is negative: {v!r}"
         )
 
 # %% ../nbs/00_pipeline.ipynb #f22d9ea1

@@ -55,7 +55,6 @@ def test_non_finite_score_in_ranx_run():
 @pytest.mark.parametrize(
     "bad,what",
     [
-        (-1, "negative"),
         (1.5, "not an integer"),
         ("x", "not a number"),
         (float("nan"), "not an integer"),
@@ -72,11 +71,12 @@ def test_integer_valued_float_label_is_fine():
     assert a == M.evaluate(Q, R, METRIC)
 
 
-def test_negative_label_in_ranx_qrels():
+def test_negative_label_is_accepted():
+    "trec_eval reads a negative label as in the pool but unjudged: no error, as there."
     from ranx import Qrels
 
-    msg = raises("negative", qrels=Qrels({"q1": {"d1": 1, "d2": -1}, "q2": Q["q2"]}))
-    assert "'d2'" in msg and "'q1'" in msg
+    neg = {"q1": {"d1": 1, "d2": -1}, "q2": Q["q2"]}
+    assert M.evaluate(Qrels(neg), R, METRIC) == M.evaluate(neg, R, METRIC)
 
 
 # ------------------------------------------------------------------ duplicates
@@ -142,7 +142,8 @@ def test_malformed_trec_run(tmp_path, text, match):
     [
         ("q1 0 d1\n", "4 fields"),
         ("q1 0 d1 x\n", "not an integer"),
-        ("q1 0 d1 -2\n", "negative"),
+        ("q1 0 d1 1.5\n", "not an integer"),
+        ("q1 0 d1 1 extra\n", "4 fields"),
         ("\n", "no judgements"),
     ],
 )

@@ -68,12 +68,12 @@ def _same_array(a, b) -> bool:
 
 
 def _dictionary_codes(a) -> tuple:
-    "(codes, unique values) of a pyarrow array, chunked or not, in one hash pass."
-    e = a.dictionary_encode()
+    "(codes, unique values in order of appearance) of a pyarrow array, chunked or not."
+    e = a if hasattr(a.type, "value_type") else a.dictionary_encode()  # dictionary
     chunks = e.chunks if hasattr(e, "chunks") else [e]
     first = chunks[0].dictionary if chunks else None
     if not all(_same_array(c.dictionary, first) for c in chunks):
-        chunks = []  # chunks with dictionaries of their own
+        chunks = e.unify_dictionaries().chunks  # chunks with dictionaries of their own
     if not chunks:
         chunks = [a.combine_chunks().dictionary_encode()]
     codes = np.concatenate([c.indices.to_numpy(zero_copy_only=False) for c in chunks])
@@ -120,9 +120,9 @@ def columns_problem(c: Columns) -> str | None:
     "What makes `c` invalid (bad value, repeated pair), naming the row; None if fine."
     v = c.values
     bad = ~np.isfinite(v)
-    if c.kind == "qrels":
-        bad |= (v < 0) | (v != np.floor(v))
-    what = "a non-negative integer label" if c.kind == "qrels" else "a finite score"
+    if c.kind == "qrels":  # negative labels are fine: judged as unjudged (trec_eval)
+        bad |= v != np.floor(v)
+    what = "an integer label" if c.kind == "qrels" else "a finite score"
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         return f"row {i}: value {float(v[i])!r} is not {what}"

@@ -4,153 +4,228 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import re
 import sys
+import zlib
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
-from ..core import check_label, check_score
 from .columns import Columns, columns_problem, table_columns
 
 # %% auto #0
-__all__ = ['read_qrels', 'read_run', 'read_columns']
+__all__ = ['read_columns', 'read_qrels', 'read_run']
 
 # %% ../../nbs/08_engine_io.ipynb #1f53ab26
-def _open_text(path):
-    path = Path(path)
-    return (
-        gzip.open(path, "rt", encoding="utf-8")
-        if path.suffix == ".gz"
-        else open(path, encoding="utf-8")
-    )
-
-# %% ../../nbs/08_engine_io.ipynb #62c80b2e
-_TREC = {  # kind: (fields, their names, value column, parse, what it must be, check)
-    "qrels": (4, "qid iter docid label", 3, int, "an integer", check_label),
-    "run": (6, "qid Q0 docid rank score tag", 4, float, "a number", check_score),
-}
-
-
-def _read_trec(path, kind: str) -> dict:
-    "TREC qrels or run lines as `{qid: {docid: value}}`, every line checked."
-    width, names, col, parse, want, check = _TREC[kind]
-    what, out = ("label" if kind == "qrels" else "score"), {}
-    with _open_text(path) as f:
-        for n, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != width:
-                raise ValueError(
-                    f"{path}, line {n}: a {kind} line has {width} fields ({names}), "
-                    f"got {len(parts)}"
-                )
-            q, d, v = parts[0], parts[2], parts[col]
-            try:
-                x = parse(v)
-            except ValueError:
-                raise ValueError(
-                    f"{path}, line {n}: {what} of doc {d!r} in query {q!r} is not "
-                    f"{want}: {v!r}"
-                ) from None
-            check(q, d, x)
-            docs = out.setdefault(q, {})
-            if d in docs:
-                raise ValueError(
-                    f"{path}, line {n}: duplicate doc id {d!r} in query {q!r}"
-                )
-            docs[d] = x
-    return out
-
-# %% ../../nbs/08_engine_io.ipynb #a609f92b
-def read_qrels(path) -> dict:
-    "A TREC qrels file (.gz allowed) as a dict, malformed lines and duplicates refused."
-    out = _read_trec(path, "qrels")
-    if not out:
-        raise ValueError(f"{path}: qrels file holds no judgements")
-    return out
-
-# %% ../../nbs/08_engine_io.ipynb #63989e9e
-def read_run(path) -> dict:
-    "A TREC (.gz allowed) or ranx .lz4/.json run file as a dict, duplicates refused."
-    path = Path(path)
-    if path.suffix == ".lz4":
-        import cbor2  # ranx's own format only: not needed for TREC files
-        import lz4.frame
-
-        with lz4.frame.open(path, mode="r") as f:
-            return cbor2.loads(lz4.frame.decompress(f.read()))
-    if path.suffix == ".json":
-        return json.loads(path.read_text())
-    return _read_trec(path, "run")
-
-# %% ../../nbs/08_engine_io.ipynb #f13f3574
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
+_CHUNK = 16 * 2**20
+_BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, ignored at the start of a file
 
 
-def _arrow_table(path, kind: str, progress=None):
-    "The id and value columns of a TREC file as a pyarrow table; None if unusual."
-    import pyarrow as pa  # imported on use: only the columnar reader needs it
-    import pyarrow.csv as pc
-
-    width, _, col = _TREC[kind][:3]
-    with _open_text(path) as f:
-        first = f.readline()
-    delim = "\t" if "\t" in first and " " not in first.strip() else " "
-    if len(first.rstrip("\r\n").split(delim)) != width:
-        return None  # runs of spaces or mixed separators: the line reader handles it
-    names = [f"f{i}" for i in range(width)]
-    size = Path(path).stat().st_size
-    show = sys.stderr.isatty() if progress is None else progress
-    with (
-        open(path, "rb") as raw,
-        tqdm.wrapattr(
-            raw,
-            "read",
+def _read_bytes(path, progress: bool | None = None) -> bytes:
+    "The whole file (gunzipped if `.gz`) as bytes, without a BOM; a bar if it is big."
+    path = Path(path)
+    with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
+        size = Path(path).stat().st_size
+        show = sys.stderr.isatty() if progress is None else progress
+        bar = tqdm(
             total=size,
-            desc=Path(path).name,
+            desc=path.name,
+            unit="B",
+            unit_scale=True,
             file=sys.stderr,
             disable=not show or size < _BIG,
             leave=False,
-        ) as counted,
-    ):  # fmt: skip  (the bar advances by the bytes pyarrow reads)
-        src = pa.PythonFile(counted, mode="r")
-        if str(path).endswith(".gz"):
-            src = pa.CompressedInputStream(src, "gzip")
+        )
+        f = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
+        parts = []
         try:
-            return pc.read_csv(
-                src,
-                read_options=pc.ReadOptions(column_names=names),
-                parse_options=pc.ParseOptions(delimiter=delim, quote_char=False),
-                convert_options=pc.ConvertOptions(
-                    column_types={
-                        "f0": pa.string(),
-                        "f2": pa.string(),
-                        f"f{col}": pa.float64(),
-                    },
-                    include_columns=["f0", "f2", f"f{col}"],
-                ),
+            while chunk := f.read(-1 if bar.disable else _CHUNK):
+                parts.append(chunk)
+                bar.update(raw.tell() - bar.n)  # compressed bytes: the file's size
+                if bar.disable:
+                    break
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            raise ValueError(f"{path}: not a gzip file, or cut short ({e})") from None
+        finally:
+            bar.close()
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
+    return data[3:] if data.startswith(_BOM) else data
+
+# %% ../../nbs/08_engine_io.ipynb #62c80b2e
+_TREC = {  # kind: (fewest fields, most fields, their names, value field, value name)
+    "qrels": (4, 4, "query iter doc label", 3, "label"),
+    "run": (6, None, "query Q0 doc rank score tag", 4, "score"),
+}
+_LABEL = re.compile(rb"[+-]?[0-9]+")  # an integer, as C's atol reads it
+_SCORE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INT64 = 2**63
+
+
+def _value(kind: str, x: bytes) -> tuple:
+    "(the value of field `x`, None) or (None, what is wrong with it)."
+    if kind == "qrels":
+        if not _LABEL.fullmatch(x):
+            return None, "is not an integer"
+        v = int(x)
+        return (float(v), None) if -_INT64 <= v < _INT64 else (None, "is too large")
+    if not _SCORE.fullmatch(x):
+        nonfinite = x.lower().lstrip(b"+-") in (b"inf", b"infinity", b"nan")
+        return None, "is not finite" if nonfinite else "is not a number"
+    v = float(x)
+    return (v, None) if np.isfinite(v) else (None, "is not finite")
+
+
+def _text(path, n: int, what: str, x: bytes) -> str:
+    "Field `x` (an id) decoded as UTF-8, or a ValueError naming the file and line."
+    try:
+        return x.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}, line {n}: {what} id {x!r} is not UTF-8") from None
+
+# %% ../../nbs/08_engine_io.ipynb #4c1d2e0a
+def _line_columns(data: bytes, path, kind: str) -> Columns:
+    "Columns of TREC text, line by line: the format's definition, every line checked."
+    import pyarrow as pa  # imported on use: the Columns of both readers are built alike
+
+    lo, hi, names, col, what = _TREC[kind]
+    q, d, v, seen = [], [], [], {}
+    for n, line in enumerate(io.BytesIO(data), 1):
+        f = line.split()  # any run of ASCII whitespace: space, \t, \r, \v, \f
+        if not f or f[0].startswith(b"#"):
+            continue  # a blank line or a comment
+        if len(f) < lo or (hi and len(f) > hi):
+            least = "" if hi else "at least "
+            raise ValueError(
+                f"{path}, line {n}: a {kind} line has {least}{lo} fields ({names}), "
+                f"this one has {len(f)}"
             )
-        except (pa.ArrowInvalid, ValueError):
-            return None  # a malformed line or value: the line reader names it
+        qid, doc = _text(path, n, "query", f[0]), _text(path, n, "doc", f[2])
+        x, problem = _value(kind, f[col])
+        if problem:
+            raise ValueError(
+                f"{path}, line {n}: {what} {f[col].decode(errors='replace')!r} of doc "
+                f"{doc!r} in query {qid!r} {problem}"
+            )
+        if seen.setdefault((qid, doc), n) != n:
+            raise ValueError(
+                f"{path}, line {n}: duplicate doc id {doc!r} in query {qid!r} "
+                f"(first on line {seen[qid, doc]})"
+            )
+        q.append(qid), d.append(doc), v.append(x)
+    if not v:
+        holds = "judgements" if kind == "qrels" else "results"
+        raise ValueError(f"{path}: the {kind} file holds no {holds}")
+    return table_columns(pa.array(q, pa.string()), pa.array(d, pa.string()), v, kind)
+
+# %% ../../nbs/08_engine_io.ipynb #f13f3574
+def _regular(data: bytes, sep: bytes) -> bool:
+    "True if the lines of `data` split on `sep` as on runs of whitespace (memchr)."
+    others = [bytes([c]) for c in b" \t\x0b\x0c" if bytes([c]) != sep]
+    if data.startswith(_BOM) or any(c in data for c in others):
+        return False  # another separator, or a second BOM that pyarrow would drop
+    # pyarrow ends a line at a lone \r too; trec_eval and the line reader do not
+    return b"\r" not in data or data.count(b"\r") == data.count(b"\r\n")
+
+
+def _fast_columns(data: bytes, kind: str) -> Columns | None:
+    "Columns of a regular TREC file, by pyarrow's parallel CSV parser; None if unusual."
+    import pyarrow as pa  # imported on use: only the columnar reader needs it
+    import pyarrow.compute as pc
+    import pyarrow.csv as csv
+
+    width, col = _TREC[kind][0], _TREC[kind][3]
+    first = data[:4096].split(b"\n", 1)[0]
+    sep = b"\t" if b"\t" in first and b" " not in first.strip() else b" "
+    if not _regular(data, sep):
+        return None
+    names = [f"f{i}" for i in range(width)]
+    types = {n: pa.binary() for n in names}  # read, to check none is empty
+    # the ids, UTF-8 checked; the few queries hashed in pyarrow's threads
+    types.update(f0=pa.dictionary(pa.int32(), pa.string()), f2=pa.string())
+    types[f"f{col}"] = pa.int64() if kind == "qrels" else pa.float64()
+    try:  # from memory, never through a Python file object: no Python in its threads
+        t = csv.read_csv(
+            pa.BufferReader(pa.py_buffer(data)),
+            read_options=csv.ReadOptions(column_names=names),
+            parse_options=csv.ParseOptions(delimiter=sep.decode(), quote_char=False),
+            convert_options=csv.ConvertOptions(column_types=types),
+        )
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # a line with more or fewer fields, a bad value, bad UTF-8...
+    if not t.num_rows or any(t.column(n).null_count for n in names):
+        return None  # empty values: two separators in a row, or a missing value
+    ids = [n for n in names[1:] if n != f"f{col}"]  # the queries: checked below
+    if any(pc.min(pc.binary_length(t.column(n))).as_py() == 0 for n in ids):
+        return None
+    values = np.asarray(t.column(col).to_numpy(), np.float64)
+    c = table_columns(t.column(0), t.column(2), values, kind)
+    if any(not q or q.startswith("#") for q in c.qids) or columns_problem(c):
+        return None  # a comment line, a repeated doc, a score that is not finite
+    return c
+
+# %% ../../nbs/08_engine_io.ipynb #7a2b9c31
+def _parquet_columns(path, kind: str) -> Columns:
+    "Columns of a parquet file with ranx's column names; its problems name the file."
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    open(path, "rb").close()  # a missing file or a folder: Python's own OSError
+    try:
+        return Columns.from_frame(pq.read_table(path), kind)
+    except (pa.ArrowException, ValueError) as e:  # not parquet, bad columns or values
+        raise ValueError(f"{path}: {e}") from None
 
 # %% ../../nbs/08_engine_io.ipynb #1c5d6d9b
 def read_columns(path, kind: str, progress: bool | None = None) -> Columns:
-    "A TREC (or parquet) qrels or run file as `Columns`: fast, memory as the file."
+    "A TREC (.gz allowed) or parquet qrels or run file as `Columns`, all lines checked."
     if kind not in _TREC:
         raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
     if str(path).endswith(".parquet"):
-        import pyarrow.parquet as pq
+        return _parquet_columns(path, kind)
+    data = _read_bytes(path, progress)
+    return _fast_columns(data, kind) or _line_columns(data, path, kind)
 
-        return Columns.from_frame(pq.read_table(path), kind)
-    t = _arrow_table(path, kind, progress)
-    if t is not None and t.num_rows:
-        c = table_columns(t.column(0), t.column(1), t.column(2).to_numpy(), kind)
-        if columns_problem(c) is None:
-            return c
-    # anything unusual: the checked line reader, which names the file, line and query
-    c = Columns.from_dict(_read_trec(path, kind), kind)
-    if kind == "qrels" and not len(c):
-        raise ValueError(f"{path}: qrels file holds no judgements")
-    return c
+# %% ../../nbs/08_engine_io.ipynb #a609f92b
+def read_qrels(path) -> dict:
+    "A TREC qrels file (.gz allowed) as `{query: {doc: label}}`, every line checked."
+    return read_columns(path, "qrels").to_dict()
+
+# %% ../../nbs/08_engine_io.ipynb #63989e9e
+def _ranx_run(path) -> dict:
+    "A ranx run file (.lz4: lz4-compressed CBOR, or .json) as a dict, shape checked."
+    try:
+        if path.suffix == ".lz4":
+            import cbor2  # ranx's own format only: not needed for TREC files
+            import lz4.frame
+
+            with lz4.frame.open(path, mode="r") as f:
+                run = cbor2.loads(lz4.frame.decompress(f.read()))
+        else:
+            run = json.loads(path.read_bytes())
+    except OSError as e:
+        if e.filename:  # a missing file or a folder: Python's own OSError
+            raise
+        raise ValueError(f"{path}: not a ranx {path.suffix} run ({e})") from None
+    except Exception as e:  # lz4, CBOR and JSON each have errors of their own
+        raise ValueError(f"{path}: not a ranx {path.suffix} run ({e})") from None
+    if not isinstance(run, dict) or not all(isinstance(x, dict) for x in run.values()):
+        raise ValueError(f"{path}: a ranx run maps query ids to {{doc id: score}}")
+    try:
+        problem = columns_problem(Columns.from_dict(run, "run"))
+    except (TypeError, ValueError) as e:  # a score that is not a number
+        problem = str(e)
+    if problem:
+        raise ValueError(f"{path}: {problem}")
+    return run
+
+
+def read_run(path) -> dict:
+    "A TREC (.gz allowed) or ranx .lz4/.json run file as `{query: {doc: score}}`."
+    path = Path(path)
+    if path.suffix in (".lz4", ".json"):
+        return _ranx_run(path)
+    return read_columns(path, "run").to_dict()

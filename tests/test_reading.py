@@ -1,0 +1,275 @@
+"""One reading semantics (trec_eval 10's): random qrels and run files, written with
+every separator, line end, comment, blank line, BOM, extra field and number syntax
+the format allows, read by the fast (pyarrow) reader and by the line reader into
+IDENTICAL Columns, equal to what was written, and counted alike by trec_eval itself
+(built from /work/shared/trec_eval when a C compiler is there).
+
+Run: python -m pytest tests/test_reading.py -q   (the stress test: -m slow)
+"""
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import irbook.metrics as M
+from irbook.metrics.io import _fast_columns, _line_columns, _read_bytes
+
+N = max(int(os.environ.get("IRBOOK_HYPOTHESIS_EXAMPLES", 250)), 200)
+HSET = dict(
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+TREC_EVAL_SRC = Path(os.environ.get("TREC_EVAL_SRC", "/work/shared/trec_eval"))
+QIDS = ["q1", "q2", "301", "質問", "q-é"]
+DOCS = ["d1", "d2", "D1", "7", "12", "007", "文書", "é9", "a.b", "x_y", "0"]
+# separators inside a line: every run of ASCII whitespace that is not a line end
+SEPS = [" ", "\t", "  ", " \t ", "\t\t", "\x0b", "\x0c", " \r "]
+SCORES = ["1", "1.0", ".5", "5.", "1e3", "1E-3", "+1", "-0.0", "-2.5e-1", "0.125", "42"]
+LABELS = ["0", "1", "2", "3", "-1", "-2", "+1", "007"]
+
+
+def canonical(records, kind):
+    "The {query: {doc: value}} the records mean."
+    out = {}
+    for q, d, v in records:
+        out.setdefault(q, {})[d] = int(v) if kind == "qrels" else float(v)
+    return out
+
+
+@st.composite
+def trec_file(draw, kind):
+    "(file bytes, records, whether trec_eval reads it as we do, whether it is regular)."
+    pairs = draw(
+        st.lists(
+            st.tuples(st.sampled_from(QIDS), st.sampled_from(DOCS)),
+            min_size=1,
+            max_size=25,
+            unique=True,
+        )
+    )
+    values = SCORES if kind == "run" else LABELS
+    records = [(q, d, draw(st.sampled_from(values))) for q, d in pairs]
+    regular = draw(st.booleans())  # one separator throughout: the fast reader's case
+    one_sep = draw(st.sampled_from([" ", "\t"]))
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    # trec_eval's qrels reader takes no blank line, no indented comment and never
+    # two comment lines in a row (get_qrels.c): we read them all, it cannot
+    liberal = draw(st.booleans())
+    lines, last_comment = [], False
+    for i, (q, d, v) in enumerate(records):
+        if not regular and draw(st.integers(0, 5)) == 0:
+            if kind == "run" or liberal or (not last_comment and i > 0):
+                lead = draw(st.sampled_from(["", " ", "\t"])) if liberal else ""
+                lines.append(lead + "# a comment, " + "with fields" * i)
+                last_comment = True
+        if not regular and (kind == "run" or liberal) and draw(st.integers(0, 6)) == 0:
+            lines.append(draw(st.sampled_from(["", " ", "\t \x0c"])))
+        sep = (lambda: one_sep) if regular else (lambda: draw(st.sampled_from(SEPS)))
+        if kind == "run":
+            tag = draw(st.sampled_from(["run", "tag-1", "r"]))
+            fields = [q, "Q0", d, str(i + 1), v, tag]
+            if not regular and draw(st.booleans()):
+                fields += ["extra", "fields"][: draw(st.integers(1, 2))]
+        else:
+            fields = [q, draw(st.sampled_from(["0", "Q0", "1"])), d, v]
+        line = fields[0]
+        for f in fields[1:]:
+            line += sep() + f
+        if not regular and draw(st.integers(0, 3)) == 0:
+            line = draw(st.sampled_from([" ", "\t"])) + line + sep()
+        lines.append(line)
+        last_comment = False
+    if kind == "qrels" and last_comment:
+        lines.append(f"{records[0][0]} 0 a-last-doc 0")
+        records.append((records[0][0], "a-last-doc", "0"))
+    text = eol.join(lines) + (eol if draw(st.booleans()) else "")
+    bom = not regular and draw(st.booleans())
+    data = ("\ufeff" if bom else "").encode() + text.encode()
+    return data, records, kind == "run" or not liberal, regular
+
+
+def same_columns(a, b):
+    "True if two Columns are identical, array by array."
+    docs = [x if x is None else list(x) for x in (a.docs, b.docs)]
+    return (
+        a.kind == b.kind
+        and np.array_equal(a.qcode, b.qcode)
+        and list(a.qids) == list(b.qids)
+        and np.array_equal(a.dcode, b.dcode)
+        and docs[0] == docs[1]
+        and np.array_equal(a.values, b.values)
+        and np.array_equal(np.signbit(a.values), np.signbit(b.values))
+    )
+
+
+@pytest.fixture(scope="session")
+def trec_eval(tmp_path_factory):
+    "trec_eval 10 built from its source in a copy, once per session."
+    if not shutil.which("cc") or not shutil.which("make"):
+        pytest.skip("no C compiler (cc) or make: trec_eval cannot be built")
+    if not (TREC_EVAL_SRC / "Makefile").exists():
+        pytest.skip(f"no trec_eval source at {TREC_EVAL_SRC}")
+    build = tmp_path_factory.mktemp("trec_eval") / "src"
+    shutil.copytree(TREC_EVAL_SRC, build)
+    subprocess.run(["make", "-s"], cwd=build, check=True, capture_output=True)
+    return build / "trec_eval"
+
+
+def trec_eval_counts(exe, qrels: Path, run: Path) -> dict:
+    "{(measure, query): value} of trec_eval -c -q: num_ret, num_rel, num_rel_ret."
+    out = subprocess.run(
+        [
+            exe,
+            "-c",
+            "-q",
+            "-m",
+            "num_ret",
+            "-m",
+            "num_rel",
+            "-m",
+            "num_rel_ret",
+            qrels,
+            run,
+        ],
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    counts = {}
+    for line in out.splitlines():
+        m, q, v = line.split("\t")
+        if q.strip() != "all":
+            counts[m.strip(), q.strip()] = int(v)
+    return counts
+
+
+def our_counts(qd: dict, rd: dict) -> dict:
+    "The same counts from our dicts (relevant: label >= 1, as trec_eval's default)."
+    counts = {}
+    for q in qd:  # -c: every judged query, a query the run misses retrieving nothing
+        rel = {d for d, v in qd[q].items() if v >= 1}
+        counts["num_ret", q] = len(rd.get(q, {}))
+        counts["num_rel", q] = len(rel)
+        counts["num_rel_ret", q] = len(rel & set(rd.get(q, {})))
+    return counts
+
+
+@settings(max_examples=N, **HSET)
+@given(trec_file("qrels"), trec_file("run"), st.booleans())
+def test_fast_and_line_readers_agree_with_each_other_and_trec_eval(
+    trec_eval, tmp_path_factory, qfile, rfile, gz
+):
+    tmp = tmp_path_factory.mktemp("files")
+    got = {}
+    for kind, (data, records, *_) in (("qrels", qfile), ("run", rfile)):
+        p = tmp / (f"{kind}.trec" + (".gz" if gz else ""))
+        p.write_bytes(gzip.compress(data) if gz else data)
+        line = _line_columns(_read_bytes(p), p, kind)
+        fast = _fast_columns(_read_bytes(p), kind)
+        assert fast is None or same_columns(fast, line)
+        assert same_columns(M.read_columns(p, kind), line)
+        got[kind] = line.to_dict()
+        assert got[kind] == canonical(records, kind)
+    if not qfile[2]:
+        return  # trec_eval reads this qrels file otherwise (or refuses it)
+    if any(max(x.values()) < 0 for x in got["qrels"].values()):
+        return  # trec_eval fails on a query whose labels are all negative
+
+    # trec_eval keeps a BOM as part of the first query id: give it the file without
+    plain = {}
+    for kind, (data, *_) in (("qrels", qfile), ("run", rfile)):
+        plain[kind] = tmp / f"plain.{kind}"
+        plain[kind].write_bytes(data.removeprefix("\ufeff".encode()))
+    want = trec_eval_counts(trec_eval, plain["qrels"], plain["run"])
+    assert our_counts(got["qrels"], got["run"]) == want
+
+
+@settings(max_examples=N, **HSET)
+@given(trec_file("run"))
+def test_regular_files_take_the_fast_path(rfile):
+    "A file with one separator throughout and nothing else unusual is read by pyarrow."
+    data, records, _, regular = rfile
+    if regular:
+        assert _fast_columns(data, "run") is not None
+
+
+@pytest.mark.parametrize("ids", ["strings", "integers"])
+def test_many_blocks_read_identically(tmp_path, ids):
+    "A file of several pyarrow blocks (1 MB each): the same Columns as line by line."
+    rng = np.random.default_rng(0)
+    n = 120_000
+    q = rng.integers(0, 500, n)
+    d = rng.permutation(n) * 3
+    docs = d.astype(str) if ids == "integers" else np.char.add("doc", d.astype(str))
+    text = "".join(
+        f"Q{a} Q0 {b} {i} {s!r} run\n"
+        for i, (a, b, s) in enumerate(
+            zip(q, docs, rng.normal(size=n).round(6).tolist())
+        )
+    )
+    p = tmp_path / "big.run"
+    p.write_text(text)
+    data = _read_bytes(p)
+    fast, line = _fast_columns(data, "run"), _line_columns(data, p, "run")
+    assert fast is not None and (fast.docs is None) == (ids == "integers")
+    assert same_columns(fast, line)
+
+
+def test_non_finite_scores_are_refused_clearly(tmp_path):
+    "trec_eval's atof reads inf and nan; irbook refuses them, naming the line."
+    for word in ["inf", "-inf", "Infinity", "nan", "NaN", "1e999"]:
+        p = tmp_path / "r.trec"
+        p.write_text(f"q1 Q0 d1 1 1.0 r\nq1 Q0 d2 2 {word} r\n")
+        with pytest.raises(ValueError, match=f"line 2: score '{word}' .* not finite"):
+            M.read_columns(p, "run")
+
+
+def test_negative_labels_are_kept(tmp_path):
+    p = tmp_path / "q.trec"
+    p.write_text("q1 0 d1 1\nq1 0 d2 -1\n")
+    c = M.read_columns(p, "qrels")
+    assert list(c.values) == [1.0, -1.0] and M.read_qrels(p) == {
+        "q1": {"d1": 1, "d2": -1}
+    }
+
+
+def run_cli(*args):
+    code = "import sys; from irbook.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.run(
+        [sys.executable, "-c", code, "eval", *map(str, args), "-m", "map", "ndcg@10"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.mark.slow
+def test_no_abort_under_repetition(tmp_path):
+    "irbook eval 200 times on a good file, 200 on a truncated .gz: exit 0 or 2 only."
+    rng = np.random.default_rng(1)
+    n = 300_000  # several pyarrow blocks: its reading threads at work
+    q = np.repeat(np.arange(300), n // 300)
+    lines = "".join(
+        f"{a} Q0 {b} {i % 1000 + 1} {s:.4f} run\n"
+        for i, (a, b, s) in enumerate(zip(q, rng.permutation(n), rng.random(n)))
+    )
+    (tmp_path / "q.trec").write_text("".join(f"{a} 0 {a * 7} 1\n" for a in range(300)))
+    good, cut = tmp_path / "run.trec.gz", tmp_path / "cut.trec.gz"
+    good.write_bytes(gzip.compress(lines.encode()))
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    bad = []
+    for path, want in ((good, 0), (cut, 2)):
+        for _ in range(200):
+            r = run_cli(tmp_path / "q.trec", path)
+            if r.returncode != want or "Traceback" in r.stderr:
+                bad.append((path.name, r.returncode, r.stderr[-300:]))
+    assert not bad, bad[:5]
