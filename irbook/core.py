@@ -144,12 +144,13 @@ def check_same_queries(qids, rids):
     "Raise a `QueryMismatch` naming the differences unless `qids` and `rids` agree."
     if len(qids) == len(rids) and set(qids) == set(rids):
         return
-    missing = [q for q in qids if q not in set(rids)]
-    extra = [q for q in rids if q not in set(qids)]
+    have_q, have_r = set(qids), set(rids)
+    missing = [q for q in qids if q not in have_r]
+    extra = [q for q in rids if q not in have_q]
 
-    def show(xs):
+    def show(xs):  # ids as the user wrote them: 'q1', never np.str_('q1')
         more = f" and {len(xs) - 5} more" if len(xs) > 5 else ""
-        return ", ".join(map(repr, xs[:5])) + more
+        return ", ".join(repr(str(x)) for x in xs[:5]) + more
 
     msg = []
     if missing:
