@@ -88,9 +88,9 @@ def write(folder: Path, qrels: dict, run: dict, sep=" ", gz=False):
     qrels_and_run(),
     st.sampled_from([" ", "\t"]),
     st.booleans(),
-    st.sampled_from(M.TIES),
+    st.sampled_from(list(M.CONVENTIONS)),
 )
-def test_columns_score_like_dicts(data, sep, gz, ties):
+def test_columns_score_like_dicts(data, sep, gz, convention):
     qrels, run = data
     with tempfile.TemporaryDirectory() as tmp:
         qp, rp = write(Path(tmp), qrels, run, sep, gz)
@@ -100,14 +100,21 @@ def test_columns_score_like_dicts(data, sep, gz, ties):
     for mc in (True, False):
         try:
             want = M.evaluate(
-                qd, rd, METRICS, per_query=True, make_comparable=mc, ties=ties
+                qd,
+                rd,
+                METRICS,
+                per_query=True,
+                make_comparable=mc,
+                convention=convention,
             )
         except ValueError as e:  # query mismatch without make_comparable
             with pytest.raises(ValueError, match="do not match"):
-                M.evaluate(qc, rc, METRICS, make_comparable=mc, ties=ties)
+                M.evaluate(qc, rc, METRICS, make_comparable=mc, convention=convention)
             assert "do not match" in str(e)
             continue
-        got = M.evaluate(qc, rc, METRICS, per_query=True, make_comparable=mc, ties=ties)
+        got = M.evaluate(
+            qc, rc, METRICS, per_query=True, make_comparable=mc, convention=convention
+        )
         assert list(got.index) == list(want.index)
         np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=0, atol=1e-12)
 
