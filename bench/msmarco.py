@@ -259,8 +259,12 @@ def summarise(runs: list, tools: list) -> dict:
         mine = [r for r in runs if r["tool"] == tool]
         ok = [r for r in mine if r["status"] == "ok"]
         s = {"runs": len(mine), "ok": len(ok)}
-        if not ok:
-            out[tool] = s | {"wall": None, "rss_mb": None, "status": mine[0]["status"]}
+        if not ok:  # where it was stopped (or failed)
+            s |= {"wall": None, "rss_mb": None, "status": mine[0]["status"]}
+            out[tool] = s | {
+                "stopped_wall": mine[0]["wall"],
+                "stopped_rss_mb": mine[0]["rss_mb"],
+            }
             continue
         walls, rss = [r["wall"] for r in ok], [r["rss_mb"] for r in ok]
         s |= {
