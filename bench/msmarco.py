@@ -1,213 +1,483 @@
-"""MS MARCO-dev-shaped evaluation: `irbook eval` vs pytrec_eval, ranx (warm numba cache)
-and ir_measures, each tool in a FRESH process, best of N, wall time and peak RSS.
+"""MS MARCO-shaped evaluation, like for like: `irbook eval` against pytrec_eval, ranx
+(warm numba cache) and ir_measures, and a bare pyarrow read of the run (the floor).
 
-    python bench/msmarco.py [--queries 6980] [--depth 1000] [--repeat 3] [--json FILE]
-    python bench/msmarco.py --scales 0.1,1,10 --tools irbook,pytrec_eval --repeat 1 \
-        --json bench/results/msmarco_scaling.json
+    python bench/msmarco.py [--shapes 6980x1000] [--pairs 5] [--json FILE]
+    python bench/msmarco.py --shapes 1000000x100 --pairs 1 --json FILE
+    python bench/msmarco.py --scales 0.1,1,10 --tools irbook,pytrec_eval --pairs 1
 
-The data is generated here, seeded, in a temporary folder (never committed): --queries
-queries x --depth retrieved passages (ids like MS MARCO's, up to 8.8M), about 1.07
-relevant passages per query, the relevant passage retrieved for 40% of the queries.
-Each process reads the TREC qrels and run from disk with the tool's own reader and
-computes ndcg@10, mrr@10, map@1000 and recall@1000; the values are checked equal
-(irbook runs with --ties trec_eval). Targets (issue 12): irbook >= 4x faster than
-pytrec_eval end to end, >= 10x faster than ranx warm, peak RSS <= pytrec_eval's.
+The data is generated here, seeded, in a temporary folder (never committed): queries x
+depth retrieved passages (ids like MS MARCO's, up to 8.8M), about 1.07 relevant
+passages per query, the relevant passage retrieved for 40% of the queries.
+
+Every tool reads the TREC qrels and run from disk with ITS OWN reader
+(`irbook eval` on the command line; pytrec_eval.parse_qrel/parse_run; ranx
+Qrels/Run.from_file(kind="trec"); ir_measures.read_trec_qrels/read_trec_run) and calls
+its evaluator once for four measures it computes natively: trec_eval's ndcg_cut_10,
+recip_rank (no cut-off: MRR over the whole list), map_cut_1000 and recall_1000
+(irbook and ranx: ndcg@10 mrr map@1000 recall@1000; ir_measures: nDCG@10 RR AP@1000
+R@1000). Nothing else is computed in Python. irbook runs with --convention
+trec_eval, so its
+values equal trec_eval's; ranx breaks ties its own way (a documented difference).
+
+Timing: one untimed warm-up process per tool on a small file (ranx's numba cache, in
+a folder of ours, is warm after it), then --pairs rounds; in each round, for every
+peer, a fresh irbook process and then a fresh peer process (alternating pairs), the
+ratio peer / irbook taken per pair. Reported: median and range of the per-pair
+ratios, median and best wall times, CPU times (user + system: less disturbed by other
+loads on a shared machine), peak RSS per process (the kernel's ru_maxrss of the
+child). A process over --timeout seconds or --max-rss-gb of RSS (or leaving the
+machine under 1 GB available) is stopped and recorded as such. Targets (issue 12):
+pytrec_eval / irbook >= 4, ranx (warm) / irbook >= 10, irbook / bare read <= 1.5,
+irbook's peak RSS <= 0.5x pytrec_eval's.
 """
 
 import argparse
 import json
 import os
 import platform
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-METRICS = ["ndcg@10", "mrr@10", "map@1000", "recall@1000"]
-RSS = "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+# trec_eval's names for the four measures, and each tool's names for them
+MEASURES = ["ndcg_cut_10", "recip_rank", "map_cut_1000", "recall_1000"]
+IRBOOK = ["ndcg@10", "mrr", "map@1000", "recall@1000"]
 CHILD = {
     "irbook": r"""
 import json, sys
 from irbook.cli import main
-args = ["eval", sys.argv[1], sys.argv[2], "-m", *json.loads(sys.argv[3])]
-status = main(args + ["--ties", "trec_eval", "--format", "json"])
-"""
-    + RSS,
+M = ["ndcg@10", "mrr", "map@1000", "recall@1000"]
+sys.exit(main(["eval", sys.argv[1], sys.argv[2], "-m", *M,
+               "--convention", "trec_eval", "--format", "json"]))
+""",
     "pytrec_eval": r"""
 import json, sys
-from collections import defaultdict
-import numpy as np
 import pytrec_eval
-def read(path, col, cast):
-    out = defaultdict(dict)
-    with open(path) as f:
-        for line in f:
-            p = line.split()
-            out[p[0]][p[2]] = cast(p[col])
-    return out
-qrels, run = read(sys.argv[1], 3, int), read(sys.argv[2], 4, float)
-measures = {"ndcg_cut.10", "map_cut.1000", "recall.1000"}
-res = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
-def top10(d):  # trec_eval's order: 32-bit score descending, then doc id descending
-    items = sorted(d.items(), reverse=True)
-    items.sort(key=lambda x: -np.float32(x[1]))
-    return dict(items[:10])
-# trec_eval's recip_rank has no cut-off: MRR@10 from each query's top 10
-rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(
-    {q: top10(d) for q, d in run.items()})
-def mean(k, r):
-    return float(np.mean([v[k] for v in r.values()]))
-print(json.dumps({"ndcg@10": mean("ndcg_cut_10", res), "mrr@10": mean("recip_rank", rr),
-    "map@1000": mean("map_cut_1000", res), "recall@1000": mean("recall_1000", res)}))
-"""
-    + RSS,
+M = ["ndcg_cut_10", "recip_rank", "map_cut_1000", "recall_1000"]
+with open(sys.argv[1]) as f:
+    qrels = pytrec_eval.parse_qrel(f)
+with open(sys.argv[2]) as f:
+    run = pytrec_eval.parse_run(f)
+ev = pytrec_eval.RelevanceEvaluator(
+    qrels, {"ndcg_cut.10", "recip_rank", "map_cut.1000", "recall.1000"})
+res = ev.evaluate(run)
+print(json.dumps({m: pytrec_eval.compute_aggregated_measure(
+    m, [r[m] for r in res.values()]) for m in M}))
+""",
     "ranx": r"""
 import json, sys, warnings
 warnings.filterwarnings("ignore")
 from ranx import Qrels, Run, evaluate
-q = Qrels.from_file(sys.argv[1], kind="trec")
-r = Run.from_file(sys.argv[2], kind="trec")
-out = evaluate(q, r, json.loads(sys.argv[3]))
+qrels = Qrels.from_file(sys.argv[1], kind="trec")
+run = Run.from_file(sys.argv[2], kind="trec")
+out = evaluate(qrels, run, ["ndcg@10", "mrr", "map@1000", "recall@1000"])
 print(json.dumps({k: float(v) for k, v in out.items()}))
-"""
-    + RSS,
+""",
     "ir_measures": r"""
 import json, sys
 import ir_measures
 from ir_measures import nDCG, RR, AP, R
-qrels = list(ir_measures.read_trec_qrels(sys.argv[1]))
-run = list(ir_measures.read_trec_run(sys.argv[2]))
-agg = ir_measures.calc_aggregate([nDCG@10, RR@10, AP@1000, R@1000], qrels, run)
-print(json.dumps({"ndcg@10": agg[nDCG@10], "mrr@10": agg[RR@10],
-    "map@1000": agg[AP@1000], "recall@1000": agg[R@1000]}))
-"""
-    + RSS,
+M = [nDCG@10, RR, AP@1000, R@1000]
+agg = ir_measures.calc_aggregate(
+    M, ir_measures.read_trec_qrels(sys.argv[1]), ir_measures.read_trec_run(sys.argv[2]))
+print(json.dumps({str(m): agg[m] for m in M}))
+""",
+    "pyarrow": r"""
+import json, sys
+import pyarrow.csv as pc
+t = pc.read_csv(sys.argv[2],
+                read_options=pc.ReadOptions(autogenerate_column_names=True),
+                parse_options=pc.ParseOptions(delimiter=" "))
+print(json.dumps({"rows": t.num_rows}))
+""",
+}
+# each tool's printed names -> trec_eval's
+NAMES = {
+    "irbook": dict(zip(IRBOOK, MEASURES)),
+    "ranx": dict(zip(IRBOOK, MEASURES)),
+    "ir_measures": dict(zip(["nDCG@10", "RR", "AP@1000", "R@1000"], MEASURES)),
+    "pytrec_eval": dict(zip(MEASURES, MEASURES)),
+    "pyarrow": {},
+}
+TARGETS = {  # (what, bound): peer / irbook time ratios and irbook's own ratios
+    "pytrec_eval time / irbook >= 4": 4,
+    "ranx (warm) time / irbook >= 10": 10,
+    "irbook time / bare pyarrow read <= 1.5": 1.5,
+    "irbook peak RSS / pytrec_eval's <= 0.5": 0.5,
 }
 
 
+def _table(q, d, rank, score):
+    "A pyarrow table of TREC run (or qrels, if rank is None) lines."
+    import pyarrow as pa
+
+    n = len(q)
+    const = lambda s: pa.DictionaryArray.from_arrays(np.zeros(n, np.int8), [s])  # noqa: E731
+    if rank is None:
+        return pa.table({"q": q, "z": const("0"), "d": d, "r": score})
+    return pa.table(
+        {"q": q, "z": const("Q0"), "d": d, "i": rank, "s": score, "t": const("bench")}
+    )
+
+
 def generate(folder: Path, queries: int, depth: int, seed: int = 0) -> tuple:
-    "Write a seeded MS MARCO-dev-shaped qrels and run as TREC files; their paths."
+    "Write a seeded MS MARCO-dev-shaped qrels and run as TREC files: paths, run lines."
+    import pyarrow.csv as pc
+
     rng = np.random.default_rng(seed)
     qids = rng.choice(1_100_000, queries, replace=False)
     n_rel = 1 + (rng.random(queries) < 0.07)  # ~1.07 relevant passages per query
     qrel_q = np.repeat(qids, n_rel)
     qrel_d = rng.integers(0, 8_841_823, len(qrel_q))
+    opts = pc.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
     qrels = folder / "qrels.dev.tsv"
-    with open(qrels, "w") as f:
-        f.writelines(f"{q}\t0\t{d}\t1\n" for q, d in zip(qrel_q, qrel_d))
+    pc.write_csv(
+        _table(qrel_q, qrel_d, None, np.ones(len(qrel_q), np.int8)),
+        qrels,
+        pc.WriteOptions(include_header=False, delimiter="\t", quoting_style="none"),
+    )
     run = folder / "run.dev.trec"
     docs = rng.integers(0, 8_841_823, (queries, depth))
     first = np.cumsum(n_rel) - n_rel
     hit = rng.random(queries) < 0.4  # the relevant passage is retrieved for 40%
     docs[hit, rng.integers(0, depth, hit.sum())] = qrel_d[first[hit]]
     scores = np.sort(rng.normal(10, 2, (queries, depth)).round(4), axis=1)[:, ::-1]
-    with open(run, "w") as f:
-        for q, ds, ss in zip(qids, docs, scores):
-            seen = set()
-            f.writelines(
-                f"{q} Q0 {d} {i} {s} bench\n"
-                for i, (d, s) in enumerate(zip(ds, ss), 1)
-                if not (d in seen or seen.add(d))
+    # a passage retrieved twice for a query keeps its first (higher) rank only; the
+    # ranks are the positions before that, as written by the first version's loop
+    order = np.argsort(docs, axis=1, kind="stable")
+    srt = np.take_along_axis(docs, order, axis=1)
+    keep = np.ones(docs.shape, bool)
+    rows, cols = np.nonzero(srt[:, 1:] == srt[:, :-1])
+    keep[rows, order[rows, cols + 1]] = False
+    del order, srt
+    rank = np.broadcast_to(np.arange(1, depth + 1, dtype=np.int32), docs.shape)
+    with pc.CSVWriter(
+        run,
+        _table(qids[:0], docs[0, :0], rank[0, :0], scores[0, :0]).schema,
+        write_options=opts,
+    ) as w:
+        step = max(1, 2_000_000 // depth)  # about 2M lines at a time
+        for a in range(0, queries, step):
+            k = keep[a : a + step]
+            q = np.broadcast_to(qids[a : a + step, None], k.shape)[k]
+            w.write_table(
+                _table(
+                    q,
+                    docs[a : a + step][k],
+                    rank[a : a + step][k],
+                    scores[a : a + step][k],
+                )
             )
-    return qrels, run
+    return qrels, run, int(keep.sum())
 
 
-def measure(tool: str, qrels: Path, run: Path, env: dict) -> dict:
-    "One fresh process: wall time, its own peak RSS (MB), the values it printed."
-    t = time.perf_counter()
-    p = subprocess.run(
-        [sys.executable, "-c", CHILD[tool], str(qrels), str(run), json.dumps(METRICS)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    wall = time.perf_counter() - t
-    if p.returncode:
-        raise RuntimeError(f"{tool} failed:\n{p.stderr[-3000:]}")
-    *_, values, rss = p.stdout.strip().splitlines()
-    return {"wall": wall, "rss_mb": int(rss) / 1024, "values": json.loads(values)}
+def _available_mb() -> float:
+    "The machine's MemAvailable, MB."
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 1024
+    return float("inf")
 
 
-def run_tools(tools: list, queries: int, depth: int, repeat: int, env: dict) -> dict:
-    "Generate one data set and measure each tool on it: {tool: best run}."
-    out = {}
-    with tempfile.TemporaryDirectory(prefix="irbook-msmarco-") as tmp:
+def _rss_mb(pid: int) -> float:
+    "A live process's resident memory, MB (0 if it is gone)."
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def measure(tool: str, qrels: Path, run: Path, env: dict, limits: dict) -> dict:
+    "One fresh process: wall time, its peak RSS (MB), its values, or why it stopped."
+    stopped = []
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
-        qrels, run = generate(Path(tmp), queries, depth)
-        mb = run.stat().st_size / 1e6
-        print(
-            f"{queries} queries x {depth} docs ({mb:.0f} MB run) generated in "
-            f"{time.perf_counter() - t:.0f} s; best of {repeat} fresh processes"
+        p = subprocess.Popen(
+            [sys.executable, "-c", CHILD[tool], str(qrels), str(run)],
+            stdout=out,
+            stderr=err,
+            env=env,
         )
-        for tool in tools:
-            runs = [measure(tool, qrels, run, env) for _ in range(repeat)]
-            best = min(runs, key=lambda r: r["wall"])
-            out[tool] = {**best, "rss_mb": min(r["rss_mb"] for r in runs)}
-            vals = {k: round(v, 6) for k, v in best["values"].items()}
-            print(
-                f"{tool:12s} {best['wall']:7.2f} s  peak RSS "
-                f"{out[tool]['rss_mb']:6.0f} MB  {vals}"
-            )
+        done = threading.Event()
+
+        def watch():  # stop the child at the time or memory limit
+            while not done.wait(0.1):
+                why = None
+                if time.perf_counter() - t > limits["timeout"]:
+                    why = f"time limit: stopped after {limits['timeout']:.0f} s"
+                elif _rss_mb(p.pid) > limits["max_rss_mb"]:
+                    why = (
+                        f"out of memory: RSS over {limits['max_rss_mb'] / 1024:.0f} GB"
+                    )
+                elif _available_mb() < limits["min_available_mb"]:
+                    why = "out of memory: the machine had under 1 GB available"
+                if why:
+                    stopped.append(why)
+                    p.kill()
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        usage = None
+        try:  # exact end time and the child's own rusage
+            _, status, usage = os.wait4(p.pid, 0)
+        finally:  # stopped ourselves (Ctrl-C, SIGTERM): stop the child too
+            if usage is None:
+                done.set()
+                p.kill()
+        wall = time.perf_counter() - t
+        done.set()
+        watcher.join()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    cpu = usage.ru_utime + usage.ru_stime  # less sensitive to other loads than wall
+    r = {"tool": tool, "wall": wall, "cpu": cpu, "rss_mb": usage.ru_maxrss / 1024}
+    if stopped:
+        return r | {"status": stopped[0]}
+    if p.returncode:
+        return r | {"status": f"failed ({p.returncode}): {stderr.strip()[-500:]}"}
+    printed = json.loads(stdout.strip().splitlines()[-1])
+    values = {NAMES[tool][k]: v for k, v in printed.items() if k in NAMES[tool]}
+    return r | {"status": "ok", "values": values}
+
+
+def summarise(runs: list, tools: list) -> dict:
+    "Per tool: median/best wall and RSS, values, per-pair ratios to irbook."
+    out = {}
+    ib = {(r["pair"], r["peer"]): r for r in runs if r["tool"] == "irbook"}
+    for tool in tools:
+        mine = [r for r in runs if r["tool"] == tool]
+        ok = [r for r in mine if r["status"] == "ok"]
+        s = {"runs": len(mine), "ok": len(ok)}
+        if not ok:  # where it was stopped (or failed)
+            s |= {"wall": None, "rss_mb": None, "status": mine[0]["status"]}
+            out[tool] = s | {
+                "stopped_wall": mine[0]["wall"],
+                "stopped_rss_mb": mine[0]["rss_mb"],
+            }
+            continue
+        walls, rss = [r["wall"] for r in ok], [r["rss_mb"] for r in ok]
+        s |= {
+            "status": "ok" if len(ok) == len(mine) else "some runs stopped",
+            "wall": statistics.median(walls),
+            "wall_best": min(walls),
+            "cpu": statistics.median(r["cpu"] for r in ok),
+            "rss_mb": statistics.median(rss),
+            "rss_mb_max": max(rss),
+            "values": ok[0].get("values", {}),
+        }
+        # pairs: each run of this peer and the irbook run just before it
+        pairs = [(r, ib[(r["pair"], tool)]) for r in ok if tool != "irbook"]
+        pairs = [(r, i) for r, i in pairs if i["status"] == "ok"]
+        if pairs:
+            ratios = [r["wall"] / i["wall"] for r, i in pairs]
+            s |= {
+                "ratio_per_pair": ratios,
+                "ratio_median": statistics.median(ratios),
+                "ratio_range": [min(ratios), max(ratios)],
+                "ratio_best": min(r["wall"] for r, _ in pairs)
+                / min(i["wall"] for _, i in pairs),
+                "cpu_ratio_median": statistics.median(
+                    r["cpu"] / i["cpu"] for r, i in pairs
+                ),
+                "rss_ratio_median": statistics.median(
+                    r["rss_mb"] / i["rss_mb"] for r, i in pairs
+                ),
+            }
+        out[tool] = s
+    ref = out.get("irbook", {}).get("values")
+    for s in out.values():
+        if ref and s.get("values"):
+            diffs = {m: abs(s["values"][m] - ref[m]) for m in MEASURES}
+            s["abs_diff_vs_irbook"] = diffs
+            s["max_abs_diff_vs_irbook"] = max(diffs.values())
     return out
 
 
-def report(out: dict):
-    "Print the values' agreement and each tool's time and memory against irbook."
-    ref = next(iter(out.values()))["values"]
-    for tool, r in out.items():
-        diff = max(abs(r["values"][m] - ref[m]) for m in METRICS)
-        print(f"max |{tool} - {next(iter(out))}| = {diff:.1e}")
-    if "irbook" in out:
-        ib = out["irbook"]
-        for tool, r in out.items():
-            if tool != "irbook":
+def targets(res: dict) -> dict:
+    "Each target: the measured figure, whether it is met (None: not measured)."
+    out = {}
+    for (what, bound), tool, key, invert in zip(
+        TARGETS.items(),
+        ["pytrec_eval", "ranx", "pyarrow", "pytrec_eval"],
+        ["ratio_median", "ratio_median", "ratio_median", "rss_ratio_median"],
+        [False, False, True, True],
+    ):
+        x = res.get(tool, {}).get(key)
+        if x is None:
+            note = res.get(tool, {}).get("status", "not run")
+            out[what] = {"value": None, "met": None, "note": note}
+            continue
+        x = 1 / x if invert else x  # irbook's figure over the peer's
+        out[what] = {
+            "value": x,
+            "met": bool(x >= bound if ">=" in what else x <= bound),
+        }
+    return out
+
+
+def run_shape(tools, queries, depth, pairs, env, limits, folder) -> dict:
+    "Generate one data set, warm every tool up, then alternate irbook/peer pairs."
+    t = time.perf_counter()
+    (folder / "warmup").mkdir(exist_ok=True)
+    warm = generate(folder / "warmup", 100, depth, seed=1)
+    qrels, run, lines = generate(folder, queries, depth)
+    size = run.stat().st_size
+    print(
+        f"{queries:,} queries x {depth:,} ({lines:,} lines, {size / 1e6:,.0f} MB) "
+        f"generated in {time.perf_counter() - t:.0f} s; {pairs} alternating pairs",
+        flush=True,
+    )
+    for tool in tools:  # untimed: compiles .pyc files, fills ranx's numba cache
+        w = measure(tool, *warm[:2], env, limits)
+        assert w["status"] == "ok", w
+    peers = [x for x in tools if x != "irbook"] or [None]
+    runs = []
+    for i in range(pairs):
+        for peer in peers:
+            for tool in ["irbook", peer] if peer else ["irbook"]:
+                r = measure(tool, qrels, run, env, limits) | {"pair": i, "peer": peer}
+                runs.append(r)
                 print(
-                    f"{tool} / irbook: time {r['wall'] / ib['wall']:.2f}x, "
-                    f"peak RSS {r['rss_mb'] / ib['rss_mb']:.2f}x"
+                    f"  pair {i} {tool:12s} {r['wall']:8.2f} s (CPU {r['cpu']:7.2f}) "
+                    f"{r['rss_mb']:8.0f} MB "
+                    f"{r['status'] if r['status'] != 'ok' else ''}",
+                    flush=True,
                 )
-        print("targets: pytrec_eval time >= 4x, ranx >= 10x, pytrec_eval RSS >= 1x")
+    res = summarise(runs, tools)
+    return {
+        "queries": queries,
+        "depth": depth,
+        "run_lines": lines,
+        "run_mb": size / 1e6,
+        "pairs": pairs,
+        "results": res,
+        "targets": targets(res),
+        "runs": runs,
+    }
+
+
+def report(shape: dict):
+    "Print each tool's medians, its pair ratios to irbook and the targets."
+    print(f"{shape['queries']:,} x {shape['depth']:,}:")
+    for tool, s in shape["results"].items():
+        if s["wall"] is None:
+            print(f"  {tool:12s} {s['status']}")
+            continue
+        ratio = (
+            f"x{s['ratio_median']:.2f} [{s['ratio_range'][0]:.2f}, "
+            f"{s['ratio_range'][1]:.2f}]"
+            if "ratio_median" in s
+            else ""
+        )
+        diff = s.get("max_abs_diff_vs_irbook")
+        print(
+            f"  {tool:12s} median {s['wall']:7.2f} s (best {s['wall_best']:.2f}, "
+            f"CPU {s['cpu']:.2f})  "
+            f"RSS {s['rss_mb']:6.0f} MB  {ratio}"
+            + (
+                f"  max|diff| {diff:.1e}"
+                if diff is not None and tool != "irbook"
+                else ""
+            )
+        )
+    for what, t in shape["targets"].items():
+        v = "n/a" if t["value"] is None else f"{t['value']:.2f}"
+        met = {True: "met", False: "MISSED", None: t.get("note", "")}[t["met"]]
+        print(f"  target {what}: {v} {met}")
+
+
+def _stop(signum, frame):
+    "SIGTERM: unwind (stop the running child, remove the temporary files)."
+    raise SystemExit(128 + signum)
 
 
 def main():
+    signal.signal(signal.SIGTERM, _stop)
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--queries", type=int, default=6980)
-    ap.add_argument("--depth", type=int, default=1000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--tools", default="irbook,pytrec_eval,ranx,ir_measures")
+    ap.add_argument(
+        "--shapes", default="6980x1000", help="queries x depth, comma-separated"
+    )
+    ap.add_argument("--queries", type=int, default=6980, help="with --scales")
+    ap.add_argument("--depth", type=int, default=1000, help="with --scales")
     ap.add_argument(
         "--scales",
-        help="comma-separated multiples of --queries (e.g. 0.1,1,10): measure the "
-        "tools at each size instead, to see how the cost grows",
+        help="comma-separated multiples of --queries (e.g. 0.1,1,10) at --depth, "
+        "instead of --shapes: how the cost grows",
     )
-    ap.add_argument("--json", help="write the measurements to this file")
+    ap.add_argument("--pairs", type=int, default=5, help="alternating pairs per peer")
+    ap.add_argument("--tools", default="irbook,pytrec_eval,ranx,ir_measures,pyarrow")
+    ap.add_argument("--timeout", type=float, default=600, help="seconds per process")
+    ap.add_argument("--max-rss-gb", type=float, default=16, help="RSS per process")
+    ap.add_argument("--json", help="write the record to this file")
     a = ap.parse_args()
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    if a.scales:
+        shapes = [(round(a.queries * float(f)), a.depth) for f in a.scales.split(",")]
+    else:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
     tools = a.tools.split(",")
+    limits = {
+        "timeout": a.timeout,
+        "max_rss_mb": a.max_rss_gb * 1024,
+        "min_available_mb": 1024,
+    }
+    import importlib.metadata as md
+
+    versions = {}
+    for p in [
+        "irbook",
+        "pytrec-eval-terrier",
+        "ranx",
+        "ir-measures",
+        "numba",
+        "pyarrow",
+        "numpy",
+    ]:
+        try:
+            versions[p] = md.version(p)
+        except md.PackageNotFoundError:
+            pass
     meta = {
+        "what": "each tool end to end in a fresh process: start, read the TREC qrels "
+        "and run with its own reader, compute ndcg_cut_10, recip_rank (no cut-off), "
+        "map_cut_1000 and recall_1000 natively; pyarrow: a bare read_csv of the run",
+        "timing": "medians of alternating fresh-process pairs (irbook, peer, ...), the "
+        "ratio peer / irbook per pair; ranx with a warm numba cache; wall seconds, and "
+        "CPU seconds (user + system of the child) which other loads disturb less",
         "machine": platform.processor() or platform.machine(),
         "cpus": os.cpu_count(),
-        "load": os.getloadavg()[0],
-        "queries": a.queries,
-        "depth": a.depth,
-        "repeat": a.repeat,
+        "memory_gb": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
+        "python": platform.python_version(),
+        "versions": versions,
+        "load_before": os.getloadavg(),
+        "limits": {"timeout_s": a.timeout, "max_rss_gb": a.max_rss_gb},
+        "pairs": a.pairs,
+        "depth": shapes[0][1],
+        "queries": shapes[0][0],
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
-    if a.scales:
-        record = {"meta": meta, "scaling": []}
-        for f in (float(x) for x in a.scales.split(",")):
-            n = round(a.queries * f)
-            out = run_tools(tools, n, a.depth, a.repeat, env)
-            report(out)
-            record["scaling"].append({"queries": n, "results": out})
-    else:
-        out = run_tools(tools, a.queries, a.depth, a.repeat, env)
-        report(out)
-        record = {"meta": meta, "results": out}
+    out = []
+    with tempfile.TemporaryDirectory(prefix="irbook-msmarco-") as tmp:
+        env = dict(os.environ, PYTHONWARNINGS="ignore", NUMBA_CACHE_DIR=f"{tmp}/numba")
+        for q, d in shapes:
+            shape = run_shape(tools, q, d, a.pairs, env, limits, Path(tmp))
+            report(shape)
+            out.append(shape)
+    meta["load_after"] = os.getloadavg()
+    record = {"meta": meta} | (out[0] if len(out) == 1 else {"scaling": out})
     if a.json:
         Path(a.json).write_text(json.dumps(record, indent=1))
 
