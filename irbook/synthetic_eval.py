@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .core import Summary, restrict, top
+from .compare import Comparison, compare
+from .core import Summary, top
 from .fastbook import contexts_to_qrels
 from .finetune import pseudo_pairs
-from .metrics import evaluate
 from .noise import map_pairs
 from .part2 import FUSIONS, maxp_runs, part2_systems
 from .search.colbert import pseudo_queries
@@ -21,7 +21,7 @@ from .synthetic import generate_qa
 
 # %% auto #0
 __all__ = ['CLOZE', 'HEADER', 'SYSTEMS', 'LEXICAL', 'NEURAL', 'SynthQuery', 'offline_queries', 'llm_queries', 'gold_qrels',
-           'system_runs', 'per_query', 'Agreement', 'agreement', 'plot_agreement']
+           'system_runs', 'Agreement', 'agreement', 'plot_agreement']
 
 # %% ../nbs/34_synthetic_vs_human.ipynb #89e410bd
 @dataclass(frozen=True)
@@ -146,17 +146,6 @@ def system_runs(chunks: dict, queries: list, k: int = 10, colbert: bool = True) 
         runs[name] = {q: top(s, k) for q, s in run.items()}
     return {s: runs[s] for s in SYSTEMS if s in runs}
 
-# %% ../nbs/34_synthetic_vs_human.ipynb #fe9d8115
-def per_query(runs: dict, qrels: dict, metric: str = "hit_rate@5") -> pd.DataFrame:
-    "`metric` of every run on every query of `qrels`: a queries x systems table."
-    cols = {
-        name: evaluate(
-            qrels, restrict(run, qrels), metric, per_query=True, make_comparable=True
-        )[metric]
-        for name, run in runs.items()
-    }
-    return pd.DataFrame(cols).rename_axis("qid")
-
 # %% ../nbs/34_synthetic_vs_human.ipynb #cb624e8a
 @dataclass(frozen=True)
 class Agreement:
@@ -170,6 +159,8 @@ class Agreement:
     same_best_share: float  # share of resamples with the same best (first of ties)
     n_human: int
     n_synthetic: int
+    human_top: Comparison  # the human set's best system against every other
+    synthetic_top: Comparison  # the same on the synthetic set
 
     @property
     def best(self) -> tuple[tuple, tuple]:
@@ -180,14 +171,20 @@ class Agreement:
         )
 
     @property
+    def top(self) -> tuple[tuple, tuple]:
+        "Each set's best system and those the engine cannot separate from it."
+        return _top_of(self.human_top), _top_of(self.synthetic_top)
+
+    @property
     def same_best(self) -> bool:
-        "True when a best system on the human set is also a best on the synthetic set."
-        h, s = self.best
-        return bool(set(h) & set(s))
+        "True when each set singles out one best system and it is the same one."
+        h, s = self.top
+        return len(h) == 1 and h == s
 
     def row(self) -> dict:
         "The headline numbers as one table row."
         (lo, hi), (tlo, thi) = self.r_ci, self.tau_ci
+        h, s = self.top
         return {
             "queries": self.n_synthetic,
             "mean |deviation|": self.table.deviation.abs().mean(),
@@ -195,6 +192,8 @@ class Agreement:
             "r 95% CI": f"[{lo:.2f}, {hi:.2f}]",
             "tau": self.tau,
             "tau 95% CI": f"[{tlo:.2f}, {thi:.2f}]",
+            "top (human)": len(h),
+            "top (synthetic)": len(s),
             "same best": self.same_best,
             "same best (bootstrap)": self.same_best_share,
         }
@@ -211,14 +210,27 @@ def _r_tau(h: np.ndarray, s: np.ndarray) -> tuple[float, float]:
     return float(np.corrcoef(h, s)[0, 1]), float(sps.kendalltau(h, s)[0])
 
 
+def _vs_best(t: pd.DataFrame, metric: str, alpha: float, seed: int) -> Comparison:
+    "The engine's comparison of a set's best system (first of ties) with every other."
+    runs = {s: t[[s]].set_axis([metric], axis=1) for s in t.columns}
+    return compare(runs, baseline=t.mean().idxmax(), alpha=alpha, seed=seed)
+
+
+def _top_of(c: Comparison) -> tuple:
+    "The best system, then every system the engine does not find below it."
+    t = c.tested
+    return (t.baseline.iloc[0], *t.run[~t.significant.astype(bool)])
+
+
 def agreement(
     human: pd.DataFrame,
     synthetic: pd.DataFrame,
     B: int = 1000,
     alpha: float = 0.05,
     seed: int = 0,
+    metric: str = "score",
 ) -> Agreement:
-    "Means, relative deviation, r and tau with bootstrap CIs (each set resampled)."
+    "Means, relative deviation, r and tau with bootstrap CIs; each set's top (engine)."
     systems = [s for s in human.columns if s in synthetic.columns]
     if len(systems) < 3:
         raise ValueError(f"need at least 3 systems in both tables, got {systems}")
@@ -236,7 +248,8 @@ def agreement(
     ]
     same = float(np.mean(hb.argmax(axis=1) == sb.argmax(axis=1)))
     table = pd.DataFrame({"human": hm, "synthetic": sm, "deviation": (sm - hm) / hm})
-    return Agreement(table, r, ci[0], tau, ci[1], same, len(h), len(s))
+    tops = (_vs_best(x, metric, alpha, seed) for x in (h, s))
+    return Agreement(table, r, ci[0], tau, ci[1], same, len(h), len(s), *tops)
 
 # %% ../nbs/34_synthetic_vs_human.ipynb #506d1f58
 def plot_agreement(a: Agreement, ax=None, metric: str = "", short: dict | None = None):

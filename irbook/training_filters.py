@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .compare import compare
 from .core import Summary, as_docs, as_queries, ranking
 from irbook.finetune import (
     FinetuneSettings,
     finetuned_model,
     model_run,
-    paired_differences,
     score_questions,
     training_log,
 )
@@ -208,14 +208,14 @@ def filter_effects(
     B: int = 10_000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    "Each filter minus `base`: paired bootstrap of seed-averaged scores, seed spread."
+    "Each filter minus `base` (the engine's rows, seed-averaged scores); seed spread."
     seeds = sorted({s for _, s in scores})
     filters = list(dict.fromkeys(f for f, _ in scores))
     if base not in filters or any((f, s) not in scores for f in filters for s in seeds):
         raise ValueError(f"need every filter, {base!r} among them, with seeds {seeds}")
     metrics = list(metrics)
     avg = {f: sum(scores[f, s][metrics] for s in seeds) / len(seeds) for f in filters}
-    out = paired_differences(avg, base, metrics, B, seed)  # chapter 33's comparison
+    c = compare(avg, baseline=base, test="bootstrap", B=B, seed=seed)
     by_seed = pd.DataFrame(
         {
             s: {
@@ -227,9 +227,7 @@ def filter_effects(
             for s in seeds
         }
     )
-    out = out.rename(columns={"model score": "filtered"}).rename_axis(
-        ["filter", "metric"]
-    )
+    out = c.tested.set_index(["run", "metric"]).rename_axis(["filter", "metric"])
     return out.assign(
         **{"seed min": by_seed.min(axis=1), "seed max": by_seed.max(axis=1)}
     )
@@ -248,9 +246,9 @@ def plot_effects(effects: pd.DataFrame, metrics=None, axes=None):
         e = effects.xs(m, level="metric")
         y = np.arange(len(e))[::-1]
         ax.errorbar(
-            e.difference,
+            e["diff"],
             y,
-            xerr=[e.difference - e.low, e.high - e.difference],
+            xerr=[e["diff"] - e.low, e.high - e["diff"]],
             fmt="o",
             capsize=3,
             label="95% interval",

@@ -126,6 +126,7 @@ OLD = {
     "irbook.japanese.tokenize": "irbook.japanese.tokenize_ja",
     "irbook.japanese.METHODS": "irbook.japanese.TOKENIZERS",
     "irbook.japanese.METRICS": "irbook.japanese.JSQUAD_METRICS",
+    "irbook.japanese.evaluate_runs": "irbook.compare.per_query_table",
     "irbook.negatives.METHODS": "irbook.negatives.MINING_METHODS",
     "irbook.metrics.vs_ranx": "irbook.stats.vs_ranx",
     "irbook.cli.paired_p": "irbook.compare.paired_p",

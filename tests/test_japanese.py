@@ -19,9 +19,7 @@ from irbook.japanese import (
     JapaneseBM25,
     char_bigrams,
     compare_tokenizers,
-    evaluate_runs,
     jsquad_task,
-    summarize,
     tokenize_ja,
 )
 from irbook.search.fusion import rrf  # the book's one RRF, used by chapter 21
@@ -461,8 +459,10 @@ def test_rrf_on_real_runs_matches_ranx(task):
         )
 
 
-def test_evaluate_runs_against_ranx():
+def test_jsquad_metrics_through_the_engine_match_ranx():
     import ranx
+
+    from irbook.compare import compare, per_query_table
 
     qrels = {
         "q3": {"d4": 1},
@@ -473,16 +473,23 @@ def test_evaluate_runs_against_ranx():
         "A": {"q1": {"d2": 2.0, "d1": 1.0}, "q2": {"d3": 1.0}, "q3": {}},
         "B": {"q1": {"d1": 1.0}, "q2": {"d9": 2.0, "d2": 1.0}, "q3": {"d4": 5.0}},
     }
-    t = evaluate_runs(qrels, runs)
+    t = per_query_table(qrels, runs, J.JSQUAD_METRICS)
     for name, run in runs.items():
         ref = ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), list(J.JSQUAD_METRICS))
         for m in J.JSQUAD_METRICS:
             assert np.isclose(t[(name, m)].mean(), ref[m])
     assert t.loc["q1", ("A", "mrr@10")] == 0.5 and t.loc["q3", ("A", "mrr@10")] == 0
-    s = summarize(t, B=200)
-    assert (s["low"] <= s["mean"] + 1e-12).all() and (
-        s["mean"] <= s["high"] + 1e-12
-    ).all()
+    s = compare(t, pairs=[], B=200).table
+    assert len(s) == 2 * len(J.JSQUAD_METRICS) and s.baseline.isna().all()
+    assert (s.mean_low <= s["mean"] + 1e-12).all()
+    assert (s["mean"] <= s.mean_high + 1e-12).all()
+
+
+def test_evaluate_runs_is_a_deprecated_name_for_per_query_table():
+    from irbook.compare import per_query_table
+
+    with pytest.warns(DeprecationWarning, match="per_query_table"):
+        assert J.evaluate_runs is per_query_table
 
 
 def test_bm25_on_jsquad_sample_beats_chance(task):

@@ -41,11 +41,46 @@ def test_reversed_order_and_deviation():
     assert agreement(h, s, B=200, seed=3).r_ci == a.r_ci
 
 
-def test_ties_at_the_top_count_as_the_same_best():
+def test_a_tie_at_the_top_is_not_the_same_best():
     h = pd.DataFrame({"a": [1.0, 0.0], "b": [1.0, 1.0], "c": [0.0, 0.0]})
     s = pd.DataFrame({"a": [1.0, 1.0], "b": [1.0, 1.0], "c": [0.0, 1.0]})
     a = agreement(h, s, B=50)
-    assert a.best == (("b",), ("a", "b")) and a.same_best
+    assert a.best == (("b",), ("a", "b"))  # the means
+    assert set(a.top[1]) >= {"a", "b"} and not a.same_best  # two queries: no choice
+
+
+def test_a_tie_at_the_ceiling_is_not_agreement():
+    h = table([0.3, 0.5, 0.9, 0.6], n=300)  # the human set singles out s2
+    s = pd.DataFrame(1.0, index=range(300), columns=h.columns)
+    s["s0"] = (np.arange(300) % 2).astype(float)  # only s0 falls below
+    a = agreement(h, s, B=50, metric="hit_rate@5")
+    assert (
+        a.top[0] == ("s2",)
+        and a.top[1][0] == "s1"
+        and set(a.top[1])
+        == {
+            "s1",
+            "s2",
+            "s3",
+        }
+    )
+    assert a.best[1] == ("s1", "s2", "s3") and not a.same_best
+    said = a.synthetic_top.sentences()
+    assert sum("tied at the ceiling" in x for x in said) == 2
+    assert any(x.startswith("s0 vs s1, hit_rate@5: lower by") for x in said)
+    row = a.row()
+    assert (row["top (human)"], row["top (synthetic)"], row["same best"]) == (
+        1,
+        3,
+        False,
+    )
+
+
+def test_the_same_single_best_agrees():
+    h = table([0.3, 0.5, 0.9, 0.6], n=300)
+    s = table([0.2, 0.4, 0.7, 0.45], n=300, seed=5)
+    a = agreement(h, s, B=50)
+    assert a.top == (("s2",), ("s2",)) and a.same_best
 
 
 def test_bad_tables():

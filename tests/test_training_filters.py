@@ -119,12 +119,15 @@ def scores_for(shift, n=50, seeds=(0, 1, 2), seed=0):
 def test_effects_paired_and_seed_spread():
     e = filter_effects(scores_for(0.1), metrics=["m"], B=2000)
     a, b = e.loc[("a", "m")], e.loc[("b", "m")]
-    assert a.difference == pytest.approx(0.1) and a.low == pytest.approx(0.1)
-    assert a.high == pytest.approx(0.1) and a.p < 0.01
+    assert a["diff"] == pytest.approx(0.1) and a.low == pytest.approx(0.1)
+    assert a.high == pytest.approx(0.1) and a.p < 0.01 and a.p_holm < 0.01
+    assert a.significant and a.baseline == "none"
     assert a["seed min"] == pytest.approx(0.1) == a["seed max"]
-    assert b.difference == pytest.approx(0.0, abs=1e-12)
+    assert b["diff"] == pytest.approx(0.0, abs=1e-12)
     assert b["seed min"] == pytest.approx(-0.1) and b["seed max"] == pytest.approx(0.1)
-    assert a.filtered - a.none == pytest.approx(0.1)
+    assert a["mean"] - a.baseline_mean == pytest.approx(0.1)
+    # Holm over both filters: b's p is adjusted upwards, never down
+    assert b.p_holm >= b.p and list(e.index.names) == ["filter", "metric"]
 
 
 def test_effects_refuse_missing_runs():
