@@ -480,3 +480,22 @@ def test_plot_draws_every_tested_difference():
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert len(labels) == len(c.tested) and labels[0] == "s2 − s1 (mrr)"
     assert isinstance(c, Comparison) and "mean difference" in ax.get_xlabel()
+
+
+def test_float_noise_is_no_difference():
+    "Differences of rounding size (1e-17) are ties, not a 'significant' difference."
+    x = np.tile([0.1, 0.2, 0.3], 10)
+    for test in ("t", "bootstrap", "fisher"):
+        c = compare({"a": {"m": x}, "b": {"m": x + 1e-17 * np.arange(30)}}, test=test)
+        row = c.tested.iloc[0]
+        assert row["diff"] == 0 and not row["significant"], test
+        c = compare({"a": {"m": x}, "b": {"m": x + 0.05}}, test=test)
+        assert c.tested.iloc[0]["significant"], test  # a real shift still separates
+
+
+def test_unadjusted_interval_is_said_so():
+    "An interval clear of zero beside a Holm p above alpha says it is uncorrected."
+    r = dict(diff=-0.05, low=-0.09, high=-0.01, p=0.02, p_holm=0.06, family=5)
+    r.update(significant=False, sd=0.1, at_ceiling=0.0)
+    assert "before correction" in verdict(r)
+    assert "before correction" not in verdict({**r, "low": -0.09, "high": 0.01})
