@@ -127,6 +127,9 @@ def _regular(data: bytes, sep: bytes) -> bool:
     others = [bytes([c]) for c in b" \t\x0b\x0c" if bytes([c]) != sep]
     if data.startswith(_BOM) or any(c in data for c in others):
         return False  # another separator, or a second BOM that pyarrow would drop
+    empty = (sep + sep, b"\n" + sep, sep + b"\n", sep + b"\r")  # an empty field
+    if data.startswith(sep) or data.endswith(sep) or any(e in data for e in empty):
+        return False
     # pyarrow ends a line at a lone \r too; trec_eval and the line reader do not
     return b"\r" not in data or data.count(b"\r") == data.count(b"\r\n")
 
@@ -134,7 +137,6 @@ def _regular(data: bytes, sep: bytes) -> bool:
 def _fast_columns(data: bytes, kind: str) -> Columns | None:
     "Columns of a regular TREC file, by pyarrow's parallel CSV parser; None if unusual."
     import pyarrow as pa  # imported on use: only the columnar reader needs it
-    import pyarrow.compute as pc
     import pyarrow.csv as csv
 
     width, col = _TREC[kind][0], _TREC[kind][3]
@@ -142,27 +144,25 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
     sep = b"\t" if b"\t" in first and b" " not in first.strip() else b" "
     if not _regular(data, sep):
         return None
-    names = [f"f{i}" for i in range(width)]
-    types = {n: pa.binary() for n in names}  # read, to check none is empty
+    names = [f"f{i}" for i in range(width)]  # every line must have all of them
     # the ids, UTF-8 checked; the few queries hashed in pyarrow's threads
-    types.update(f0=pa.dictionary(pa.int32(), pa.string()), f2=pa.string())
+    types = dict(f0=pa.dictionary(pa.int32(), pa.string()), f2=pa.string())
     types[f"f{col}"] = pa.int64() if kind == "qrels" else pa.float64()
     try:  # from memory, never through a Python file object: no Python in its threads
         t = csv.read_csv(
             pa.BufferReader(pa.py_buffer(data)),
             read_options=csv.ReadOptions(column_names=names),
             parse_options=csv.ParseOptions(delimiter=sep.decode(), quote_char=False),
-            convert_options=csv.ConvertOptions(column_types=types),
+            convert_options=csv.ConvertOptions(
+                column_types=types, include_columns=list(types)
+            ),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # a line with more or fewer fields, a bad value, bad UTF-8...
-    if not t.num_rows or any(t.column(n).null_count for n in names):
-        return None  # empty values: two separators in a row, or a missing value
-    ids = [n for n in names[1:] if n != f"f{col}"]  # the queries: checked below
-    if any(pc.min(pc.binary_length(t.column(n))).as_py() == 0 for n in ids):
-        return None
-    values = np.asarray(t.column(col).to_numpy(), np.float64)
-    c = table_columns(t.column(0), t.column(2), values, kind)
+    if not t.num_rows or any(t.column(n).null_count for n in types):
+        return None  # a missing value (empty fields were ruled out by `_regular`)
+    values = np.asarray(t.column(f"f{col}").to_numpy(), np.float64)
+    c = table_columns(t.column("f0"), t.column("f2"), values, kind)
     if any(not q or q.startswith("#") for q in c.qids) or columns_problem(c):
         return None  # a comment line, a repeated doc, a score that is not finite
     return c
