@@ -29,8 +29,8 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
     import pandas as pd
 
 # %% auto #0
-__all__ = ['TESTS', 'PAIRS', 'COLUMNS', 'CEILING_SHARE', 'FORMATS', 'SHOWN', 'per_query_table', 'paired_p', 'Comparison',
-           'compare', 'verdict', 'trec_name', 'render', 'plot_comparison', 'VsPublished', 'vs_published']
+__all__ = ['TESTS', 'PAIRS', 'COLUMNS', 'CEILING_SHARE', 'FORMATS', 'SHOWN', 'named_runs', 'per_query_table', 'paired_p',
+           'Comparison', 'compare', 'verdict', 'trec_name', 'render', 'plot_comparison', 'VsPublished', 'vs_published']
 
 # %% ../nbs/05_compare.ipynb #54f1b238
 def _scored(x, metrics):
@@ -53,7 +53,7 @@ def _scored(x, metrics):
     return None
 
 # %% ../nbs/05_compare.ipynb #cc52d507
-def _named(runs) -> dict:
+def named_runs(runs) -> dict:
     "Runs as `{name: run}`: a dict is kept, a list is keyed by each run's `.name`."
     if isinstance(runs, Mapping):
         return dict(runs)
@@ -123,7 +123,7 @@ def per_query_table(
             raise ValueError("a table's columns must be (run, metric) pairs")
         runs = {r: runs[r] for r in dict.fromkeys(runs.columns.get_level_values(0))}
     frames = {}
-    for name, x in _named(runs).items():
+    for name, x in named_runs(runs).items():
         f = _scored(x, names)
         if f is None:
             kw = dict(convention=convention, make_comparable=make_comparable)

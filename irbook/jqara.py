@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from .compare import named_runs
 from .core import QueryMismatch, deprecated_names
 from .data import JQARA_RUNS, DataNotFound, fetch, load_jqara_run
 from .metrics import evaluate, read_qrels
@@ -65,21 +66,6 @@ def load_runs(names=None, missing: str = "raise", restrict_to=None) -> dict:
         )
     return runs
 
-# %% ../nbs/20_jqara.ipynb #f65b263c
-def _named(runs) -> dict:
-    "Runs as {name: run}: a dict is kept, a list is keyed by each Run's name."
-    if isinstance(runs, dict):
-        return dict(runs)
-    out = {}
-    for i, run in enumerate(runs):
-        name = getattr(run, "name", None) or f"run_{i + 1}"
-        if name in out:
-            raise ValueError(
-                f"two runs are named {name!r}: pass a dict {{name: run}} instead"
-            )
-        out[name] = run
-    return out
-
 # %% ../nbs/20_jqara.ipynb #ecc61754
 def _score(name, fn):
     "Call fn(); re-raise its bad-input errors with the run's name in front."
@@ -107,7 +93,7 @@ def leaderboard(
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     rows = {}
     for name, run in tqdm(
-        _named(runs).items(), desc=f"scoring ({engine})", leave=False
+        named_runs(runs).items(), desc=f"scoring ({engine})", leave=False
     ):
         if engine == "irbook":
             res = _score(
