@@ -178,8 +178,8 @@ def test_superscripts_mark_significant_wins():
         (["{q}"], "required"),
         (["{q}", "{r}", "{r2}", "--baseline", "nope"], "'nope' is not a run"),
         (["{d}/missing.qrels", "{r}"], "missing.qrels"),
-        (["{q}", "{d}/bad.trec.gz"], "bad.trec.gz: BadGzipFile"),
-        (["{q}", "{d}/latin.trec"], "latin.trec: 'utf-8' codec can't decode"),
+        (["{q}", "{d}/bad.trec.gz"], "bad.trec.gz: not a gzip file, or cut short"),
+        (["{q}", "{d}/latin.trec"], "latin.trec, line 1: doc id b'\\xe9' is not UTF-8"),
     ],
 )
 def test_bad_input_one_line_exit_2(files, tmp_path, capsys, args, message):
