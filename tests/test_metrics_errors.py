@@ -295,3 +295,22 @@ def test_query_with_empty_results():
     for m in ms:
         assert np.allclose(ours[m].to_numpy(), theirs[m], atol=1e-9, rtol=0), m
     assert (ours.loc["q2"] == 0).all()
+
+
+@pytest.mark.parametrize("label", [1024, 1100, 1023])
+def test_burges_gain_overflow_is_refused(label):
+    "2**label - 1 past a float (or a sum that would be): a clear error, never inf/NaN."
+    qrels = {"q": {"a": label, "b": label, "c": label}}
+    run = {"q": {"a": 1.0, "b": 2.0, "c": 0.5}}
+    for m in ("dcg_burges", "ndcg_burges@2"):
+        with pytest.raises(ValueError, match="overflows a float"):
+            M.evaluate(qrels, run, m)
+    assert M.evaluate(qrels, run, "ndcg") == pytest.approx(1.0)  # linear gain is fine
+
+
+def test_burges_gain_large_but_finite():
+    qrels, run = {"q": {"a": 60, "b": 1}}, {"q": {"a": 1.0, "b": 2.0}}
+    got = M.evaluate(qrels, run, ["dcg_burges", "ndcg_burges"])
+    want = (2**1 - 1) + (2**60 - 1) / np.log2(3)
+    assert got["dcg_burges"] == pytest.approx(want)
+    assert np.isfinite(got["ndcg_burges"]) and 0 < got["ndcg_burges"] < 1

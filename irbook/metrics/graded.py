@@ -69,7 +69,17 @@ def plot_gains(max_label: int = 4, ax=None):
 def _gains(labels, rel_lvl: int, burges: bool) -> np.ndarray:
     "Gain of each label (0 below `rel_lvl`): linear or Burges' 2**label - 1."
     g = np.where(labels >= rel_lvl, labels, 0.0)
-    return np.exp2(g) - 1 if burges else g
+    if not burges:
+        return g
+    with np.errstate(over="ignore"):
+        gain = np.exp2(g) - 1
+        total = gain.sum()
+    if not np.isfinite(total) or total > 1e307:  # DCG's sums must stay finite too
+        raise ValueError(
+            f"Burges' gain 2**label - 1 overflows a float for label {int(g.max())}: "
+            "use dcg / ndcg (linear gain) for labels this large"
+        )
+    return gain
 
 # %% ../../nbs/04_graded_metrics.ipynb #d5be317e
 def _discounted_sum(gains, depth) -> np.ndarray:
