@@ -20,7 +20,7 @@ LAYERS = [
     ["metrics.sets", "metrics.rank"],
     ["metrics.graded", "metrics", "stats", "compare"],
     ["search.fulltext", "search.dense", "fastbook", "chunking"],
-    ["search.colbert", "search.fusion", "plots"],
+    ["search.colbert", "search.fusion", "plots", "metrics.runs"],
     ["jqara", "japanese", "synthetic", "noise", "negatives"],
     ["finetune"],
     ["part2", "synthetic_eval", "training_filters", "cli"],
@@ -167,3 +167,16 @@ def test_plots_alias_module_warns():
     from irbook.stats import plot_forest
 
     assert plots.plot_ranking is plot_ranking and plots.plot_forest is plot_forest
+
+
+def test_metrics_runs_alias_module_warns():
+    "The old engine module still imports, warns, and gives the layers' objects."
+    import sys
+
+    import irbook.metrics as M
+
+    sys.modules.pop("irbook.metrics.runs", None)
+    with pytest.warns(DeprecationWarning, match="irbook.metrics.runs is deprecated"):
+        runs = importlib.import_module("irbook.metrics.runs")
+    assert runs.evaluate is M.evaluate and runs.read_columns is M.read_columns
+    assert runs.Columns is M.Columns and runs.to_ranked is M.to_ranked
