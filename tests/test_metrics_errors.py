@@ -314,3 +314,24 @@ def test_burges_gain_large_but_finite():
     want = (2**1 - 1) + (2**60 - 1) / np.log2(3)
     assert got["dcg_burges"] == pytest.approx(want)
     assert np.isfinite(got["ndcg_burges"]) and 0 < got["ndcg_burges"] < 1
+
+
+@pytest.mark.parametrize("convention", ["ranx", "trec_eval", "pytrec_eval"])
+@pytest.mark.parametrize("case", ["empty run", "disjoint, made comparable"])
+def test_nothing_retrieved_scores_zero_on_every_metric(case, convention):
+    "No query retrieved anything: every metric is 0 (bpref too), none raises."
+    names = [
+        m for m in [*M.METRICS, *M.TREC_ONLY] if m not in ("rbp", "iprec_at_recall")
+    ]
+    names += ["rbp.8", "iprec_at_recall@0.5", "mrr@10", "ndcg@10"]
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {"c": 2}}
+    run, mc = (
+        ({"q1": {}, "q2": {}}, False)
+        if case == "empty run"
+        else ({"q9": {"a": 1.0}}, True)
+    )
+    got = M.evaluate(qrels, run, names, make_comparable=mc, convention=convention)
+    # counts of the qrels, not of the run; gm_map's floor is trec_eval's 0.00001
+    counts = {"num_q": 2, "num_rel": 2, "gm_map": pytest.approx(1e-5)}
+    for m, v in got.items():
+        assert counts.get(m, 0.0) == v, (m, v)

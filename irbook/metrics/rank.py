@@ -16,6 +16,8 @@ from .sets import plot_query
 def mrr(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Reciprocal rank of the first doc labelled >= `rel_lvl` in the top `k` (else 0)."
     hit = r.relevant(rel_lvl) & r.top(k)
+    if not hit.shape[1]:  # nothing retrieved for any query
+        return np.zeros(r.n_queries)
     return np.where(hit.any(axis=1), 1.0 / (hit.argmax(axis=1) + 1), 0.0)
 
 # %% ../../nbs/03_rank_metrics.ipynb #75054430
@@ -93,6 +95,8 @@ def gm_map(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 @register("iprec_at_recall", ranx=False)
 def iprec_at_recall(r: Ranked, x: float, rel_lvl: int = 1) -> np.ndarray:
     "Interpolated precision at recall level `x`: the best precision from that rank on."
+    if not r.depth:  # nothing retrieved for any query
+        return np.zeros(r.n_queries)
     hit = r.relevant(rel_lvl) & r.retrieved
     n_ret, found = r.n_retrieved, hit.sum(1)
     prec = np.where(r.retrieved, hit.cumsum(1) / np.arange(1, r.depth + 1), 0.0)
@@ -102,9 +106,9 @@ def iprec_at_recall(r: Ranked, x: float, rel_lvl: int = 1) -> np.ndarray:
     need = need.astype(np.int64)
     # rank (0-based) where the need-th relevant doc is found; need 0: the first
     at = (hit.cumsum(1) < np.maximum(need, 1)[:, None]).sum(1)
-    val = best[np.arange(r.n_queries), np.minimum(at, max(r.depth - 1, 0))]
+    val = best[np.arange(r.n_queries), np.minimum(at, r.depth - 1)]
     val = np.where(found > 0, val, ratio(found, n_ret))
-    return np.where(need <= found, val, 0.0) if r.depth else np.zeros(r.n_queries)
+    return np.where(need <= found, val, 0.0)
 
 # %% ../../nbs/03_rank_metrics.ipynb #16cff644
 def plot_average_precision(qrels, run, query=None, k: int = 0, rel_lvl: int = 1):
