@@ -381,3 +381,28 @@ if __name__ == "__main__":  # the table of the issue note
             status, err = run_case(Path(tmp), name)
         msg = err.strip().replace(tmp, "tmp").replace("|", "\\|").replace("\n", " ⏎ ")
         print(f"| {name} | {status} | {msg[:200]} |")
+
+
+@pytest.mark.parametrize("content", [b"", b"\n", b"\r\n\n"])
+def test_no_rows_never_reach_pyarrow(tmp_path, monkeypatch, content):
+    "A file without rows never reaches pyarrow's threaded CSV reader."
+    # on an empty input it can abort the process at exit (apache/arrow#38676): before
+    # this check, `irbook eval` on an empty qrels file exited 134 in 19 runs of 20
+    import pyarrow.csv
+
+    from irbook.metrics.io import read_columns
+
+    def refuse(*a, **k):
+        raise AssertionError("pyarrow.csv.read_csv called on a file without rows")
+
+    monkeypatch.setattr(pyarrow.csv, "read_csv", refuse)
+    (tmp_path / "q").write_bytes(content)
+    with pytest.raises(ValueError, match="holds no judgements"):
+        read_columns(tmp_path / "q", "qrels")
+
+
+@pytest.mark.slow
+def test_empty_qrels_never_aborts(tmp_path):
+    "irbook eval on an empty qrels file, 30 times: exit 2 every time (was 134 in most)."
+    codes = [run_case(tmp_path, "qrels: empty file")[0] for _ in range(30)]
+    assert set(codes) == {2}, codes

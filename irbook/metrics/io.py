@@ -139,6 +139,8 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
     import pyarrow as pa  # imported on use: only the columnar reader needs it
     import pyarrow.csv as csv
 
+    if not data.strip():  # pyarrow's threaded reader can abort the process on no rows
+        return None  # (apache/arrow#38676): the line reader words the error instead
     width, col = _TREC[kind][0], _TREC[kind][3]
     first = data[:4096].split(b"\n", 1)[0]
     sep = b"\t" if b"\t" in first and b" " not in first.strip() else b" "
