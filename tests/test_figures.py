@@ -30,7 +30,9 @@ def _imported(path):
 @pytest.mark.parametrize("path", KERNELS, ids=lambda p: p.stem)
 def test_kernels_hold_no_plotting_code(path):
     plotting = [m for m in _imported(path) if m.split(".")[0] == "matplotlib"]
-    assert not plotting, f"{path.name} imports {plotting}: plots belong in irbook.figures"
+    assert not plotting, (
+        f"{path.name} imports {plotting}: plots belong in irbook.figures"
+    )
 
 
 def test_evaluating_loads_no_matplotlib():
