@@ -14,6 +14,7 @@ import numpy as np
 from fastcore.basics import patch
 
 from .core import QueryMismatch
+from .figures import plot_forest
 from .metrics import evaluate
 from .metrics.registry import AGGREGATES, aggregate, parse_metric, to_trec_eval
 from irbook.stats import (
@@ -21,7 +22,6 @@ from irbook.stats import (
     bootstrap_table,
     holm,
     paired_bootstrap,
-    plot_forest,
     randomization_test,
 )
 

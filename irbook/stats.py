@@ -16,9 +16,8 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
     import pandas as pd
 
 # %% auto #0
-__all__ = ['holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'plot_forest', 'PairedBootstrap',
-           'paired_bootstrap', 'randomization_test', 'plot_bootstrap_diff', 'ranx_per_query', 'departs_from_ranx',
-           'vs_ranx']
+__all__ = ['holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'PairedBootstrap', 'paired_bootstrap',
+           'randomization_test', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx']
 
 # %% ../nbs/05_choosing_metrics.ipynb #975ee611
 def holm(p) -> np.ndarray:
@@ -129,30 +128,6 @@ def bootstrap_table(
         {"mean": a.mean(axis=0), "low": low, "high": high}, index=table.columns
     )
 
-# %% ../nbs/05_choosing_metrics.ipynb #525f40cb
-def plot_forest(cis, ax=None, title: str | None = None, sort: bool = True):
-    "Forest plot of a `bootstrap_table` result: mean as a dot, interval as a bar."
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
-
-    d = cis.sort_values("mean") if sort else cis.iloc[::-1]
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 0.35 * len(d) + 1))
-    y = np.arange(len(d))
-    ax.errorbar(
-        d["mean"],
-        y,
-        xerr=[d["mean"] - d["low"], d["high"] - d["mean"]],
-        fmt="o",
-        color="tab:blue",
-        ecolor="tab:gray",
-        capsize=3,
-    )
-    ax.set_yticks(y, d.index)
-    ax.grid(axis="x", alpha=0.3)
-    if title:
-        ax.set_title(title)
-    return ax
-
 # %% ../nbs/05_choosing_metrics.ipynb #87c87554
 @dataclass(frozen=True)
 class PairedBootstrap:
@@ -213,32 +188,6 @@ def randomization_test(a, b, n: int = 10_000, seed=0, batch: int = 1000) -> floa
         hits += int((np.abs(signs @ d) / len(d) >= observed - 1e-12).sum())
         done += m
     return (hits + 1) / (n + 1)
-
-# %% ../nbs/05_choosing_metrics.ipynb #d3189e01
-def plot_bootstrap_diff(res, ax=None, names: tuple = ("a", "b"), bins: int = 50):
-    "Histogram of a `paired_bootstrap` result's differences, interval and zero marked."
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3))
-    ax.hist(res.samples, bins=bins, color="tab:blue", alpha=0.7)
-    ax.axvspan(
-        res.low,
-        res.high,
-        color="tab:orange",
-        alpha=0.2,
-        zorder=0,
-        label=f"{1 - res.alpha:.0%} interval",
-    )
-    ax.axvline(res.mean, color="tab:orange", label=f"observed {res.mean:+.4f}")
-    ax.axvline(0, color="black", ls="--", lw=1, label="no difference")
-    ax.set(
-        xlabel=f"mean difference {names[0]} - {names[1]}",
-        ylabel="resamples",
-        title=f"{res.B} bootstrap resamples, p = {res.p:.3g}",
-    )
-    ax.legend(fontsize=8)
-    return ax
 
 # %% ../nbs/05_choosing_metrics.ipynb #f5e02a8b
 def ranx_per_query(qrels, run, metrics, make_comparable: bool = False) -> dict:

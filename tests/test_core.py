@@ -18,7 +18,7 @@ LAYERS = [
     ["metrics.ranx_compat", "metrics.columns", "metrics.io", "metrics.conventions"],
     ["metrics.join", "metrics.registry"],
     ["metrics.sets", "metrics.rank"],
-    ["metrics.graded", "metrics", "stats", "compare"],
+    ["metrics.graded", "metrics", "stats", "figures", "compare"],
     ["search.fulltext", "search.dense", "fastbook", "chunking"],
     ["search.colbert", "search.fusion", "plots", "metrics.runs"],
     ["jqara", "japanese", "synthetic", "noise", "negatives"],
@@ -163,8 +163,7 @@ def test_plots_alias_module_warns():
     sys.modules.pop("irbook.plots", None)
     with pytest.warns(DeprecationWarning, match="irbook.plots is deprecated"):
         plots = importlib.import_module("irbook.plots")
-    from irbook.metrics.sets import plot_ranking
-    from irbook.stats import plot_forest
+    from irbook.figures import plot_forest, plot_ranking
 
     assert plots.plot_ranking is plot_ranking and plots.plot_forest is plot_forest
 

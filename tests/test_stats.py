@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
+from irbook.figures import plot_bootstrap_diff, plot_forest
 from irbook.stats import (
     BootstrapCI,
     PairedBootstrap,
@@ -24,8 +25,6 @@ from irbook.stats import (
     bootstrap_table,
     holm,
     paired_bootstrap,
-    plot_bootstrap_diff,
-    plot_forest,
     resample_means,
 )
 

@@ -11,13 +11,14 @@ The engine, lowest layer first (appendix chapter `08_engine`, except where noted
 - `registry` (chapter 1): metric names (ranx's and trec_eval's), `register`,
   `parse_metric`, `evaluate`, `OFFICIAL`
 The metrics, one module per chapter of Part I:
-- `sets` (chapter 2): hits, hit rate, precision, recall, F1, R-precision, plots
-- `rank` (chapter 3): MRR, MAP, RBP, bpref, and their plots
-- `graded` (chapter 4): DCG, NDCG (and Burges' variants), and their plots
+- `sets` (chapter 2): hits, hit rate, precision, recall, F1, R-precision
+- `rank` (chapter 3): MRR, MAP, RBP, bpref
+- `graded` (chapter 4): DCG, NDCG (and Burges' variants)
 - `ranx_compat` (appendix 6): ranx's tie order and ranx-object reading
 
 Importing the package registers every metric, so `evaluate` knows ranx's fourteen names
-(`METRICS`) and the trec_eval measures ranx lacks (`TREC_ONLY`).
+(`METRICS`) and the trec_eval measures ranx lacks (`TREC_ONLY`). The chapters' diagrams
+are drawn by `irbook.figures`, above this package: evaluating loads no plotting library.
 """
 
 import warnings
@@ -33,12 +34,29 @@ from .ranx_compat import numba_argsort, ranx_order  # noqa: F401
 from .registry import *  # noqa: F403
 from .sets import *  # noqa: F403
 
-_MOVED = {"vs_ranx": "irbook.stats"}  # deprecated aliases, removed in the next release
+# deprecated aliases, removed in the next release
+_MOVED = {"vs_ranx": "irbook.stats"} | {
+    name: "irbook.figures"
+    for name in (
+        "LABEL_COLORS",
+        "label_color",
+        "plot_at_k",
+        "plot_average_precision",
+        "plot_bpref_pairs",
+        "plot_dcg_vs_ideal",
+        "plot_first_relevant",
+        "plot_gains",
+        "plot_log_discount",
+        "plot_query",
+        "plot_ranking",
+        "plot_rbp_weights",
+    )
+}
 
 
 def __getattr__(name):
     if name in _MOVED:
-        import importlib  # on first use only: irbook.stats imports this package
+        import importlib  # on first use only: stats and figures import this package
 
         warnings.warn(
             f"irbook.metrics.{name} moved to {_MOVED[name]}.{name}",
