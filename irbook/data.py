@@ -327,18 +327,21 @@ def _mapped(url: str) -> str:
 
 # %% ../nbs/00_data.ipynb #176f4c75
 def fetch(
-    name: str,
+    name: str | Source,
     *,
     url: str | None = None,
     offline: bool | None = None,
     progress: bool = True,
 ) -> Path:
-    "Verified local copy of source `name`: offline dir, then cache, then download."
-    if name not in SOURCES:
+    "Verified local copy of source `name` (or of a `Source`): offline, cache, download."
+    if isinstance(name, Source):  # a file outside the registry (see chapter 20)
+        src, name = name, name.name
+    elif name not in SOURCES:
         raise KeyError(
             f"unknown data file {name!r}; known: {', '.join(sorted(SOURCES))}"
         )
-    src = SOURCES[name]
+    else:
+        src = SOURCES[name]
     if (d := data_dir()) is not None and (d / name).is_file():
         return _check(d / name, src, f"${ENV_DATA}")
     cached = cache_dir() / name

@@ -17,6 +17,7 @@ from irbook.compare import compare, per_query_table
 from irbook.core import QueryMismatch
 from irbook.data import (
     JQARA_RUNS,
+    DataError,
     DataNotFound,
     load_jqara_leaderboard,
     load_jqara_qrels,
@@ -333,3 +334,101 @@ def test_split_qrels_and_restricted_runs(qrels, runs):
     assert (
         set(runs["bm25"].keys()) == full
     )  # the shared run was not restricted in place
+
+
+# scoring your own model (chapter 20, "Your own model on JQaRA"); the download and the
+# scores themselves are tested through the network stand-in in tests/test_network.py
+
+
+def _split():
+    return pd.DataFrame(
+        {
+            "q_id": ["a", "a", "b", "b"],
+            "question": ["xy", "xy", "z", "z"],
+            "passage_row_id": [1, 2, 3, 4],
+            "title": ["x", "q", "z", "w"],
+            "text": ["y", "r", "z", "v"],
+            "label": [1, 0, 0, 1],
+        }
+    )
+
+
+class _Both:
+    def encode(self, texts):
+        return np.ones((len(texts), 2))
+
+    def predict(self, pairs):
+        return np.zeros(len(pairs))
+
+
+class _Scores:
+    "A re-ranker returning whatever scores it was given."
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def predict(self, pairs):
+        return self.scores
+
+
+def test_model_kind_is_detected_or_refused():
+    data = _split()
+    with pytest.raises(TypeError, match="both"):
+        J.model_run(_Both(), data)
+    with pytest.raises(TypeError, match="neither"):
+        J.model_run(object(), data)
+    with pytest.raises(TypeError, match="needs .predict"):
+        J.model_run(pd.DataFrame(), data, kind="reranker")  # no .predict
+    with pytest.raises(ValueError, match="kind must be"):
+        J.model_run(_Both(), data, kind="dense")
+    # told which, a model with both methods works either way
+    enc = J.model_run(_Both(), data, kind="encoder", name="e").to_dict()
+    assert enc["a"] == pytest.approx({"1": 1.0, "2": 1.0})
+    rer = J.model_run(_Both(), data, kind="reranker", name="r").to_dict()
+    assert rer["b"] == {"3": 0.0, "4": 0.0}
+
+
+def test_model_run_refuses_bad_scores_and_bad_splits():
+    data = _split()
+    with pytest.raises(ValueError, match="3 scores for 4 candidates"):
+        J.model_run(_Scores([1, 2, 3]), data)
+    with pytest.raises(ValueError, match="1 of them not finite"):
+        J.model_run(_Scores([1, 2, float("nan"), 3]), data)
+    with pytest.raises(ValueError, match="encode returned shape"):
+        J.model_run(type("E", (), {"encode": lambda s, t: np.ones(3)})(), data)
+    with pytest.raises(ValueError, match="lacks the columns"):
+        J.model_run(_Scores([1, 2, 3, 4]), data.drop(columns="title"))
+    twice = data.assign(passage_row_id=[1, 1, 3, 4])
+    with pytest.raises(ValueError, match="twice"):
+        J.model_run(_Scores([1, 2, 3, 4]), twice)
+
+
+def test_model_run_feeds_the_model_what_the_evaluator_does():
+    seen = []
+
+    class Spy:
+        def predict(self, pairs, **kw):
+            seen.append((pairs, kw))
+            return [0.0] * len(pairs)
+
+    J.model_run(Spy(), _split(), query_prefix="Q: ", batch_size=2)
+    J.model_run(Spy(), _split(), with_title=False, passage_prefix="P: ")
+    assert seen[0] == (
+        [["Q: xy", "x y"], ["Q: xy", "q r"], ["Q: z", "z z"], ["Q: z", "w v"]],
+        {"batch_size": 2},
+    )
+    assert seen[1][0][0] == ["xy", "P: y"]
+
+
+def test_jqara_split_needs_a_well_formed_sha256():
+    with pytest.raises(ValueError, match="64 lowercase hex"):
+        J.load_jqara_test(sha256="ABC")
+    if J.JQARA_TEST_SHA256 is None:
+        with pytest.raises(DataError, match="not pinned"):
+            J.load_jqara_test()
+    # the pinned URL is a full commit of the Hugging Face dataset
+    assert re.fullmatch(
+        r"https://huggingface\.co/datasets/hotchpotch/JQaRA/resolve/[0-9a-f]{40}/"
+        r"data/test-00000-of-00001\.parquet",
+        J.JQARA_TEST_URL,
+    )

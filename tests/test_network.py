@@ -12,9 +12,12 @@ import threading
 import urllib.parse
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from irbook import data as D
+from irbook import jqara as J
 
 SHARED = Path(
     os.environ.get("IRBOOK_DATA")
@@ -108,3 +111,108 @@ def test_without_the_mapping_the_real_url_is_used(monkeypatch):
     assert D._mapped(url) == url
     monkeypatch.setenv(D.ENV_URL_HOST, "http://127.0.0.1:9/")
     assert D._mapped(url) == "http://127.0.0.1:9" + urllib.parse.urlsplit(url).path
+
+
+# JQaRA's test split (chapter 20) has no offline copy: a small parquet file of the same
+# schema, written here, stands in for it at the pinned public path.
+
+
+class _Chars:
+    "A deterministic toy encoder: counts of a fixed set of characters."
+
+    def __init__(self, texts):
+        self.chars = sorted(set("".join(texts)))
+
+    def encode(self, texts, **kw):
+        return np.array([[t.count(c) for c in self.chars] for t in texts], float)
+
+
+class _Overlap:
+    "A deterministic toy re-ranker: distinct characters shared by question and passage."
+
+    def predict(self, pairs, **kw):
+        return [len(set(q) & set(p)) for q, p in pairs]
+
+
+class _Oracle:
+    "A re-ranker that knows the labels: 1 for a relevant (question, passage) pair."
+
+    def __init__(self, relevant):
+        self.relevant = relevant
+
+    def predict(self, pairs, **kw):
+        return [float((q, p) in self.relevant) for q, p in pairs]
+
+
+def _jqara_split() -> pd.DataFrame:
+    "Three questions x four candidates, in the dataset's columns; ids are integers."
+    words = ["富士山", "琵琶湖", "東京都", "大阪城", "北海道", "京都府"]
+    rows = []
+    for i, q in enumerate(["富士山の高さ", "日本の首都", "大きな湖"]):
+        for j in range(4):
+            w = words[(i + j) % len(words)]
+            rows.append(
+                {
+                    "q_id": f"Q{i}",
+                    "question": q,
+                    "answers": [w],
+                    "passage_row_id": 1000 * i + j,
+                    "title": w,
+                    "text": f"{w}について{j}",
+                    "label": int(j in (1, 3) if i else j == 0),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_jqara_split_downloads_and_scores_a_model(network):
+    ranx = pytest.importorskip("ranx")
+    site, cache = network
+    df = _jqara_split()
+    served = site / urllib.parse.urlsplit(J.JQARA_TEST_URL).path.lstrip("/")
+    served.parent.mkdir(parents=True, exist_ok=True)
+    df.to_parquet(served)
+    sha = D.sha256_file(served)
+    if J.JQARA_TEST_SHA256 is None:  # the hash is required: no unverified download
+        with pytest.raises(D.DataError, match="sha256"):
+            J.load_jqara_test()
+        assert not _Quiet.served
+    with pytest.raises(D.ChecksumError):
+        J.load_jqara_test(sha256="0" * 64)
+    data = J.load_jqara_test(sha256=sha)
+    assert _Quiet.served[-1] == urllib.parse.urlsplit(J.JQARA_TEST_URL).path
+    assert len(data) == len(df) and set(J.JQARA_COLUMNS) <= set(data.columns)
+    assert D.sha256_file(next(cache.rglob("*.parquet"))) == sha
+
+    qrels = J.dataset_qrels(data)
+    assert qrels.to_dict() == {
+        "Q0": {"0": 1},
+        "Q1": {"1001": 1, "1003": 1},
+        "Q2": {"2001": 1, "2003": 1},
+    }
+    docs = data.title + " " + data.text  # what the evaluator shows a model
+    enc = _Chars([*data.question, *docs])
+    run = J.model_run(enc, data, name="chars")
+    # the run's shape: every question, each with exactly its own candidates
+    assert run.name == "chars"
+    got = run.to_dict()
+    want = df.groupby("q_id").passage_row_id.apply(lambda s: sorted(map(str, s)))
+    assert {q: sorted(d) for q, d in got.items()} == want.to_dict()
+    # its scores: the cosine of the two bags of characters
+    v = enc.encode([data.question[5], docs[5]])
+    cos = v[0] @ v[1] / np.linalg.norm(v[0]) / np.linalg.norm(v[1])
+    assert got["Q1"]["1001"] == pytest.approx(cos)
+
+    # a re-ranker that knows the labels ranks every relevant passage first
+    oracle = _Oracle(set(zip(data.question[data.label == 1], docs[data.label == 1])))
+    best = J.score_model(oracle, data, name="oracle")
+    assert best.loc["oracle", "ndcg@10"] == 1 and best.loc["oracle", "mrr@10"] == 1
+
+    # score_model is the leaderboard code on model_run's run, and ranx agrees
+    for model, name in ((_Overlap(), "overlap"), (enc, "chars")):
+        table = J.score_model(model, data, name=name)
+        same = J.leaderboard({name: J.model_run(model, data, name=name)}, qrels)
+        pd.testing.assert_frame_equal(table, same)
+        theirs = ranx.evaluate(qrels, J.model_run(model, data), ["ndcg@10", "mrr@10"])
+        assert table.loc[name].to_dict() == pytest.approx(theirs, abs=1e-12)
+    assert table.loc["chars", "ndcg@10"] < 1  # the toy encoder is no oracle
