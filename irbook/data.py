@@ -24,9 +24,9 @@ from tqdm.auto import tqdm
 # %% auto #0
 __all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'ENV_URL_HOST', 'FASTBOOK_CHAPTERS', 'JQARA_RUN_SHA256', 'JQARA_RUNS',
            'SOURCES', 'MARKER', 'Source', 'DataError', 'ChecksumError', 'DataNotFound', 'MalformedData', 'data_dir',
-           'cache_dir', 'sha256_file', 'download', 'fetch', 'load_notebook', 'load_fastbook_chapter', 'load_benchmark',
-           'load_fts_keywords', 'load_jqara_qrels', 'load_jqara_run', 'load_jqara_leaderboard', 'load_jsquad',
-           'folder_hashes', 'folder_is_complete', 'build_folder']
+           'cache_dir', 'sha256_file', 'download', 'fetch', 'lfs_sha256', 'load_notebook', 'load_fastbook_chapter',
+           'load_benchmark', 'load_fts_keywords', 'load_jqara_qrels', 'load_jqara_run', 'load_jqara_leaderboard',
+           'load_jsquad', 'folder_hashes', 'folder_is_complete', 'build_folder']
 
 # %% ../nbs/00_data.ipynb #0afad3f1
 # a directory holding an offline copy (checked first, never written to)
@@ -371,6 +371,22 @@ def fetch(
             f"{name}: not in ${ENV_DATA} ({data_dir()}) nor in the cache "
             f"({cache_dir()}), and downloading {url} failed ({e}). {hint}."
         ) from e
+
+# %% ../nbs/00_data.ipynb #b70f5480
+def lfs_sha256(url: str, timeout: float = 30) -> str:
+    "The sha256 a Hugging Face `resolve` URL's Git LFS pointer names (at its commit)."
+    raw = url.replace("/resolve/", "/raw/", 1)
+    if raw == url:
+        raise ValueError(f"not a Hugging Face resolve URL: {url}")
+    try:
+        with urllib.request.urlopen(_mapped(raw), timeout=timeout) as resp:
+            text = resp.read(4096).decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as e:
+        raise DataNotFound(f"could not read the LFS pointer {raw} ({e})") from e
+    m = re.search(r"^oid sha256:([0-9a-f]{64})$", text, re.M)
+    if not m:
+        raise MalformedData(f"{raw} is not a Git LFS pointer: {text[:60]!r}")
+    return m.group(1)
 
 # %% ../nbs/00_data.ipynb #e2d0bc2b
 def _reject(path: Path, msg: str):

@@ -17,11 +17,11 @@ from .compare import named_runs
 from .core import QueryMismatch, deprecated_names
 from irbook.data import (
     JQARA_RUNS,
-    DataError,
     DataNotFound,
     MalformedData,
     Source,
     fetch,
+    lfs_sha256,
     load_jqara_run,
 )
 from .metrics import evaluate, read_qrels
@@ -206,11 +206,9 @@ JQARA_TEST_URL = (
     "https://huggingface.co/datasets/hotchpotch/JQaRA/resolve/"
     f"{JQARA_DATASET_REVISION}/data/test-00000-of-00001.parquet"
 )
-# The sha256 of those bytes is NOT pinned yet: the course was written without access
-# to huggingface.co and found no published copy of it. Read it as the LFS "SHA256" on
-# the file's page, or as HfApi().get_paths_info("hotchpotch/JQaRA", [path],
-# repo_type="dataset", revision=JQARA_DATASET_REVISION)[0].lfs.sha256; until it is
-# set here, pass it to `load_jqara_test`.
+# Its sha256 is not pinned by hand (the course was written without access to the hub):
+# `load_jqara_test` reads it from the Git LFS pointer that the pinned commit holds
+# (`irbook.data.lfs_sha256`), unless it is set here or passed.
 JQARA_TEST_SHA256: str | None = None
 JQARA_COLUMNS = ("q_id", "question", "passage_row_id", "title", "text", "label")
 
@@ -224,13 +222,8 @@ def _ids(col: pd.Series) -> pd.Series:
 
 def load_jqara_test(sha256: str | None = None) -> pd.DataFrame:
     "JQaRA's test split, a row per (question, candidate), at the pinned revision."
-    sha256 = sha256 or JQARA_TEST_SHA256
-    if sha256 is None:
-        raise DataError(
-            f"the sha256 of {JQARA_TEST_URL} is not pinned in irbook yet; read it on "
-            "the file's Hugging Face page (its LFS SHA256) and pass "
-            "load_jqara_test(sha256=...)"
-        )
+    # not pinned by hand: the hash the LFS pointer at the pinned commit names
+    sha256 = sha256 or JQARA_TEST_SHA256 or lfs_sha256(JQARA_TEST_URL)
     if not re.fullmatch(r"[0-9a-f]{64}", sha256):
         raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
     name = "jqara/dataset/test-00000-of-00001.parquet"

@@ -173,10 +173,26 @@ def test_jqara_split_downloads_and_scores_a_model(network):
     served.parent.mkdir(parents=True, exist_ok=True)
     df.to_parquet(served)
     sha = D.sha256_file(served)
-    if J.JQARA_TEST_SHA256 is None:  # the hash is required: no unverified download
-        with pytest.raises(D.DataError, match="sha256"):
+    pointer = site / urllib.parse.urlsplit(
+        J.JQARA_TEST_URL.replace("/resolve/", "/raw/")
+    ).path.lstrip("/")
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    if J.JQARA_TEST_SHA256 is None:  # the hash comes from the LFS pointer at the commit
+        with pytest.raises(D.DataNotFound, match="LFS pointer"):
+            J.load_jqara_test()  # no pointer served: no unverified download
+        assert all("/raw/" in path for path in _Quiet.served)  # no parquet fetched
+        pointer.write_text("version https://git-lfs.github.com/spec/v1\n")
+        with pytest.raises(D.MalformedData, match="not a Git LFS pointer"):
             J.load_jqara_test()
-        assert not _Quiet.served
+        lfs = "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 1\n"
+        pointer.write_text(lfs.format("0" * 64))
+        with pytest.raises(D.ChecksumError):
+            J.load_jqara_test()  # a pointer naming other bytes: refused
+        pointer.write_text(lfs.format(sha))
+        assert D.lfs_sha256(J.JQARA_TEST_URL) == sha
+        J.load_jqara_test()
+        for f in cache.rglob("*.parquet"):
+            f.unlink()
     with pytest.raises(D.ChecksumError):
         J.load_jqara_test(sha256="0" * 64)
     data = J.load_jqara_test(sha256=sha)
