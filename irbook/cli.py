@@ -24,9 +24,10 @@ from irbook.metrics import (
     read_columns,
     read_run,
 )
+from .spans import read_layout, read_spans, read_texts, span_evaluate
 
 # %% auto #0
-__all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'run_eval', 'main']
+__all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'span_runs', 'run_eval', 'main']
 
 # %% ../nbs/07_eval_cli.ipynb #fad3f2ab
 def run_name(path) -> str:
@@ -182,11 +183,52 @@ def parser() -> argparse.ArgumentParser:
         default=0.05,
         help="significance level after Holm's correction, in (0, 1)",
     )
+    e.add_argument(
+        "--chunks",
+        help="score by span (chapter 11): QRELS is then a JSONL of span judgments "
+        "and this JSONL says where each chunk's text lies",
+    )
+    e.add_argument("--texts", help="JSONL of document texts, to locate quoted passages")
+    e.add_argument(
+        "--budget",
+        type=float,
+        help="span metrics: read each ranking up to this many tokens (4 chars each)",
+    )
     return p
+
+# %% ../nbs/07_eval_cli.ipynb #7fb27b941602401d91542211134fc71a
+def span_runs(a: argparse.Namespace) -> dict:
+    "`{run name: per-query span metrics}`: `irbook eval SPANS RUN --chunks LAYOUT`."
+    default = parser().parse_args(["eval", "q", "r"]).metrics
+    metrics = (
+        ["span_recall@10", "span_precision@10"] if a.metrics == default else a.metrics
+    )
+    if a.per_query and len(a.runs) > 1:
+        raise ValueError("-q/--per-query takes one run")
+    with reading(a.chunks):
+        layout = read_layout(a.chunks)
+    texts = None
+    if a.texts is not None:
+        with reading(a.texts):
+            texts = read_texts(a.texts)
+    with reading(a.qrels):
+        judged = read_spans(a.qrels, texts)
+    out = {}
+    for p in a.runs:
+        if (name := run_name(p)) in out:
+            raise ValueError(f"two runs are named {name!r}: rename one of the files")
+        with reading(p):
+            out[name] = span_evaluate(judged, read_run(p), layout, metrics, a.budget)
+    return out
 
 # %% ../nbs/07_eval_cli.ipynb #cd6e6ea0
 def run_eval(a: argparse.Namespace) -> str:
     "The output text of `irbook eval` for parsed arguments `a`."
+    if a.chunks is not None:  # QRELS holds span judgments (chapter 11's JSON Lines)
+        table = per_query_table(None, span_runs(a))
+        if a.per_query:
+            return render(table, a.format, per_query=True)
+        return render(compare(table, a.baseline, a.test, a.alpha), a.format)
     a.metrics = expand_metrics(a.metrics)
     for m in a.metrics:
         parse_metric(m)

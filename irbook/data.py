@@ -372,7 +372,7 @@ def fetch(
             f"({cache_dir()}), and downloading {url} failed ({e}). {hint}."
         ) from e
 
-# %% ../nbs/00_data.ipynb #b70f5480
+# %% ../nbs/00_data.ipynb #0b91e933
 def lfs_sha256(url: str, timeout: float = 30) -> str:
     "The sha256 a Hugging Face `resolve` URL's Git LFS pointer names (at its commit)."
     raw = url.replace("/resolve/", "/raw/", 1)

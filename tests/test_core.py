@@ -19,7 +19,7 @@ LAYERS = [
     ["metrics.join", "metrics.registry"],
     ["metrics.sets", "metrics.rank"],
     ["metrics.graded", "metrics", "stats", "figures", "compare"],
-    ["search.fulltext", "search.dense", "fastbook", "chunking"],
+    ["search.fulltext", "search.dense", "fastbook", "chunking", "spans"],
     ["search.colbert", "search.fusion", "plots", "metrics.runs"],
     ["jqara", "japanese", "synthetic", "noise", "negatives"],
     ["finetune"],
