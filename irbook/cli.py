@@ -24,10 +24,12 @@ from irbook.metrics import (
     read_columns,
     read_run,
 )
+from .power import SIM_TESTS, mdd_sim, n_for_sim, pilot_diffs, plan, power_columns
 from .spans import read_layout, read_spans, read_texts, span_evaluate
 
 # %% auto #0
-__all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'span_runs', 'run_eval', 'main']
+__all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'span_runs', 'run_eval',
+           'with_power', 'plan_arguments', 'run_plan', 'main']
 
 # %% ../nbs/07_eval_cli.ipynb #fad3f2ab
 def run_name(path) -> str:
@@ -194,6 +196,15 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         help="span metrics: read each ranking up to this many tokens (4 chars each)",
     )
+    e.add_argument(
+        "--power",
+        type=alpha_arg,
+        nargs="?",
+        const=0.8,
+        help="add each comparison's minimum detectable difference and the questions "
+        "that would detect its difference, at this power (default 0.8)",
+    )
+    plan_arguments(sub.add_parser("plan", help="how many questions, from pilot runs"))
     return p
 
 # %% ../nbs/07_eval_cli.ipynb #7fb27b941602401d91542211134fc71a
@@ -224,11 +235,15 @@ def span_runs(a: argparse.Namespace) -> dict:
 # %% ../nbs/07_eval_cli.ipynb #cd6e6ea0
 def run_eval(a: argparse.Namespace) -> str:
     "The output text of `irbook eval` for parsed arguments `a`."
+    if a.power is not None and (a.per_query or len(a.runs) < 2):
+        raise ValueError("--power needs two runs or more to compare, without -q")
     if a.chunks is not None:  # QRELS holds span judgments (chapter 11's JSON Lines)
         table = per_query_table(None, span_runs(a))
         if a.per_query:
             return render(table, a.format, per_query=True)
-        return render(compare(table, a.baseline, a.test, a.alpha), a.format)
+        return with_power(
+            compare(table, a.baseline, a.test, a.alpha), a.format, a.power
+        )
     a.metrics = expand_metrics(a.metrics)
     for m in a.metrics:
         parse_metric(m)
@@ -248,7 +263,88 @@ def run_eval(a: argparse.Namespace) -> str:
     table = per_query_table(None, score_runs(*args))
     if a.per_query:
         return render(table, a.format, per_query=True)
-    return render(compare(table, a.baseline, a.test, a.alpha), a.format)
+    return with_power(compare(table, a.baseline, a.test, a.alpha), a.format, a.power)
+
+# %% ../nbs/07_eval_cli.ipynb #7fb27b941602401d91542211134fc71a
+def with_power(c, fmt: str = "table", power: float | None = None) -> str:
+    "`render(c, fmt)`, with each comparison's MDD and questions needed (`--power`)."
+    from dataclasses import replace
+
+    if power is None:
+        return render(c, fmt)
+    if fmt == "trec":
+        raise ValueError(
+            "--power does not fit trec_eval's layout: pick another --format"
+        )
+    t = power_columns(c.table, c.alpha, power)
+    text = render(replace(c, table=t), fmt)  # csv and json: the two columns added
+    if fmt in ("csv", "json"):
+        return text
+    p = t[t.baseline.notna()].set_index(["run", "baseline", "metric"])
+    p = p[["n", "diff", "sd", "mdd", "n_needed"]].astype({"n_needed": object})
+    p["n_needed"] = [f"{v:,.0f}" if v < float("inf") else v for v in p.n_needed]
+    head = (
+        f"Power {power:.0%}, paired t-test at alpha {c.alpha:g} per comparison (before "
+        "Holm):\nmdd = the smallest true difference found with n questions; n_needed = "
+        "the questions that would find diff"
+    )
+    if fmt == "md":
+        md = p.reset_index().to_markdown(index=False, floatfmt=".4f")
+        return f"{text}\n\n{head}\n\n{md}"
+    if fmt == "latex":
+        head = head.replace("\n", "\n% ")
+        return f"{text}\n% {head}\n{p.to_latex(float_format='%.4f')}"
+    return f"{text}\n\n{head}\n{p.to_string(float_format=lambda v: f'{v:.4f}')}"
+
+# %% ../nbs/07_eval_cli.ipynb #9a63283cbaf04dbcab1f6479b197f3a8
+def plan_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    "The arguments of `irbook plan QRELS RUN RUN ... -m METRIC --diff D ...`."
+    p.add_argument("qrels", help="TREC qrels file of the pilot questions")
+    p.add_argument("runs", nargs="+", help="two or more pilot run files")
+    p.add_argument("-m", "--metrics", nargs="+", default=["ndcg@10", "mrr@10"])
+    p.add_argument("--diff", nargs="+", type=float, default=[], help="differences")
+    p.add_argument("--n", type=int, help="questions for the MDD (default: the pilot's)")
+    p.add_argument("--alpha", type=alpha_arg, default=0.05, help="level, in (0, 1)")
+    p.add_argument("--power", type=alpha_arg, default=0.8, help="1 - beta, in (0, 1)")
+    p.add_argument("--test", choices=SIM_TESTS, default="t", help="t: closed form")
+    p.add_argument("--reps", type=int, default=500, help="simulated sets (not t)")
+    p.add_argument("--convention", choices=list(CONVENTIONS), default="ranx")
+    p.add_argument("-c", "--make-comparable", action="store_true")
+    p.add_argument("--format", choices=("table", "md", "csv", "json"), default="table")
+    return p
+
+
+def run_plan(a: argparse.Namespace) -> str:
+    "The output text of `irbook plan`: MDD and questions needed, from pilot runs."
+    import pandas as pd  # on use: see the imports
+
+    a.metrics = expand_metrics(a.metrics)
+    for m in a.metrics:
+        parse_metric(m)
+    if len(a.runs) < 2:
+        raise ValueError("plan needs two pilot runs or more")
+    with reading(a.qrels):
+        qrels = read_columns(a.qrels, "qrels")
+    scores = score_runs(qrels, a.runs, a.metrics, a.convention, a.make_comparable)
+    table, rows = per_query_table(None, scores), []
+    for m in a.metrics:
+        x = table.xs(m, axis=1, level="metric")
+        p = plan(x, a.diff, a.n, a.alpha, a.power).assign(metric=m, test=a.test)
+        if a.test != "t":  # the same plan, simulated with the test itself
+            e, kw = pilot_diffs(x), dict(alpha=a.alpha, power=a.power, reps=a.reps)
+            p["mdd"] = mdd_sim(e, int(p.n.iloc[0]), a.test, **kw)
+            p["n_needed"] = [n_for_sim(e, d, a.test, **kw) for d in p["diff"].fillna(0)]
+            p.loc[p["diff"].isna(), "n_needed"] = float("nan")
+        rows.append(p)
+    cols = ["metric", "test", "pilot", "systems", "sd", "n", "mdd", "diff", "n_needed"]
+    out = pd.concat(rows)[cols].reset_index(drop=True)
+    if a.format == "json":
+        return out.replace(float("inf"), None).to_json(orient="records")
+    if a.format == "csv":
+        return out.to_csv(index=False)
+    if a.format == "md":
+        return out.to_markdown(index=False, floatfmt=".4f")
+    return out.to_string(index=False, float_format=lambda v: f"{v:.4f}")
 
 # %% ../nbs/07_eval_cli.ipynb #ef904524
 def main(argv=None) -> int:
@@ -258,9 +354,9 @@ def main(argv=None) -> int:
     except SystemExit as e:  # --help (0), or a bad argument already reported (2)
         return e.code if isinstance(e.code, int) else 2
     try:
-        text = run_eval(a)
+        text = run_plan(a) if a.command == "plan" else run_eval(a)
     except Exception as e:  # every failure is one line; KeyboardInterrupt goes through
-        print(f"irbook eval: error: {message(e)}", file=sys.stderr)
+        print(f"irbook {a.command}: error: {message(e)}", file=sys.stderr)
         return 2
     print(text)
     return 0
