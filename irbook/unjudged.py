@@ -72,6 +72,37 @@ def fill_holes(r: Ranked, label: float, k: int = 0) -> Ranked:
     judged, n_judged = r.judged | hole, r.n_judged + h
     return replace(r, rel=rel, judged=judged, ideal=ideal, n_judged=n_judged)
 
+# %% ../nbs/05_unjudged.ipynb #66be5b7a
+def _extremes(r: Ranked, fn, param, lvl: int, k: int, fill: int, limit: int):
+    "Per query, min and max of `fn` over all labels 0..`fill` of the holes, or None."
+    hole = r.retrieved & ~r.judged & r.top(k)
+    u, base = hole.sum(1), int(fill) + 1
+    if (u * np.log(base) > np.log(limit) + 1e-9).any():
+        return None  # too many labellings for some query
+    reps = base**u
+    d = r.depth if k == 0 else min(k, r.depth)  # a metric @k reads the top k only
+    m, total = r.ideal.shape[1], int(reps.sum())
+    if total * (m + d) > 5e7:  # about 400 MB of labels: give up
+        return None
+    idx, starts = np.repeat(np.arange(r.n_queries), reps), np.cumsum(reps) - reps
+    code = np.arange(total) - np.repeat(starts, reps)  # labelling number in its query
+    h = hole[idx, :d]
+    slot = np.clip(np.cumsum(h, 1) - 1, 0, None)  # which hole of its row
+    digit = (code[:, None] // base**slot) % base  # that hole's label
+    real = np.arange(m) < r.n_judged[:, None]
+    ideal = np.concatenate(
+        [np.where(real, r.ideal, -1.0)[idx], np.where(h, digit, -1.0)], axis=1
+    )
+    ideal = -np.sort(-ideal, axis=1)
+    ideal[ideal < 0] = 0.0
+    rel = np.where(h, digit, r.rel[idx, :d]).astype(np.float64)
+    every = Ranked(
+        list(range(total)), rel, r.judged[idx, :d] | h, r.retrieved[idx, :d], ideal,
+        r.n_judged[idx] + u[idx], None, r.convention,
+    )  # fmt: skip
+    v = np.asarray(fn(every, param, rel_lvl=lvl), np.float64)
+    return np.minimum.reduceat(v, starts), np.maximum.reduceat(v, starts)
+
 # %% ../nbs/05_unjudged.ipynb #227fec07
 def bounds(
     qrels,
@@ -81,8 +112,9 @@ def bounds(
     per_query: bool = False,
     convention: str = "ranx",
     make_comparable: bool = False,
+    limit: int = 4096,
 ):
-    "Each metric with the unjudged documents it sees judged 0 and judged `fill`."
+    "Each metric's lowest and highest value when its holes get labels 0..`fill`."
     import pandas as pd  # on use, as irbook.compare does
 
     names = expand_metrics(metrics)
@@ -99,12 +131,17 @@ def bounds(
     for m, (name, param, lvl) in zip(names, parsed):
         fn, k = METRICS.get(name) or TREC_ONLY[name], _view(param, name)
         up = max(top, lvl, 1) if fill is None else fill
-        a = np.asarray(fn(fill_holes(r, 0, k), param, rel_lvl=lvl), np.float64)
-        z = np.asarray(fn(fill_holes(r, up, k), param, rel_lvl=lvl), np.float64)
-        lo_v, hi_v = np.minimum(a, z), np.maximum(a, z)  # apart only if not a bound
+        ok = is_bound(m, convention)
+        ex = None if ok else _extremes(r, fn, param, lvl, k, up, limit)
+        if ex is not None:  # not monotone: every labelling of the holes was scored
+            lo_v, hi_v, ok = *ex, True
+        else:  # monotone (a bound), or too many labellings (two assumptions)
+            a = np.asarray(fn(fill_holes(r, 0, k), param, rel_lvl=lvl), np.float64)
+            z = np.asarray(fn(fill_holes(r, up, k), param, rel_lvl=lvl), np.float64)
+            lo_v, hi_v = np.minimum(a, z), np.maximum(a, z)
         cols[(m, "lower")], cols[(m, "upper")] = lo_v, hi_v
         lo, hi = aggregate(m, lo_v), aggregate(m, hi_v)
-        rows.append((m, lo, hi, hi - lo, is_bound(m, convention)))
+        rows.append((m, lo, hi, hi - lo, ok))
     if per_query:
         out = pd.DataFrame(cols, index=pd.Index(r.query_ids, name="query_id"))
         out.columns.names = ["metric", "bound"]

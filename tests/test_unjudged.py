@@ -11,6 +11,8 @@
 - `holes`: the report against a plain re-computation.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -143,11 +145,11 @@ DOCS = [f"d{i}" for i in range(12)] + ["文書", "é"]
 
 
 @st.composite
-def plain_case(draw, negative=False):
+def plain_case(draw, negative=False, queries=4):
     "Qrels and a run with the same queries, distinct scores (ir_measures ties apart)."
     qrels, run = {}, {}
     lo = -1 if negative else 0
-    for i in range(draw(st.integers(1, 4))):
+    for i in range(draw(st.integers(1, queries))):
         judged = draw(
             st.lists(st.sampled_from(DOCS), min_size=1, max_size=8, unique=True)
         )
@@ -205,7 +207,17 @@ def view_docs(run_q: dict, metric: str) -> list:
     return order[:k] if k else order
 
 
-@settings(max_examples=150, **HSET)
+def truth_of(qrels, run, metric, fill, rnd) -> dict:
+    "The qrels with every hole `metric` sees given a random label in [0, fill]."
+    truth_q = {q: dict(x) for q, x in qrels.items()}
+    for q, docs in run.items():
+        for d in view_docs(docs, metric):
+            if truth_q[q].get(d, -1) < 0:
+                truth_q[q][d] = rnd.randint(0, fill)
+    return truth_q
+
+
+@settings(max_examples=80, **HSET)
 @given(
     plain_case(negative=True),
     st.sampled_from(CONVENTIONS),
@@ -215,20 +227,42 @@ def view_docs(run_q: dict, metric: str) -> list:
 def test_truth_lies_between_the_bounds(c, convention, fill, rnd):
     "Holes a metric sees get random labels in [0, fill]: lower <= truth <= upper."
     qrels, run = c
-    b = bounds(qrels, run, BOUND_METRICS, fill=fill, per_query=True,
-               convention=convention)  # fmt: skip
-    for m in BOUND_METRICS:
-        if not is_bound(m, convention):
-            continue
+    ms = BOUND_METRICS + OTHERS
+    kw = dict(fill=fill, convention=convention)
+    flag = bounds(qrels, run, ms, **kw)["bound"]
+    b = bounds(qrels, run, ms, per_query=True, **kw)
+    for m in ms:
+        assert flag[m] or not is_bound(m, convention), m  # monotone: a bound
+        if not flag[m]:
+            continue  # too many labellings: two assumptions, not a bound
         for _ in range(3):  # three random fillings of the hidden judgements
-            truth_q = {q: dict(x) for q, x in qrels.items()}
-            for q, docs in run.items():
-                for d in view_docs(docs, m):
-                    if truth_q[q].get(d, -1) < 0:
-                        truth_q[q][d] = rnd.randint(0, fill)
+            truth_q = truth_of(qrels, run, m, fill, rnd)
             t = M.evaluate(truth_q, run, m, per_query=True, convention=convention)[m]
             lo, hi = b[(m, "lower")], b[(m, "upper")]
             assert (lo <= t + 1e-9).all() and (t <= hi + 1e-9).all(), (m, lo, t, hi)
+
+
+@settings(max_examples=40, **HSET)
+@given(
+    plain_case(negative=True, queries=1),
+    st.sampled_from(CONVENTIONS),
+    st.integers(1, 2),
+)
+def test_enumeration_equals_brute_force(c, convention, fill):
+    "For NDCG, MAP, R-precision, bpref: min and max over every labelling, by hand."
+    qrels, run = c
+    (q, docs), ms = next(iter(run.items())), ["ndcg@3", "map@3", "ndcg", "bpref"]
+    b = bounds(qrels, run, ms, fill=fill, convention=convention)
+    for m in ms:
+        if not b.loc[m, "bound"]:
+            continue
+        hole = [d for d in view_docs(docs, m) if qrels[q].get(d, -1) < 0]
+        vals = []
+        for labels in itertools.product(range(fill + 1), repeat=len(hole)):
+            full = {q: {**qrels[q], **dict(zip(hole, labels))}}
+            vals.append(M.evaluate(full, run, m, convention=convention))
+        assert b.loc[m, "lower"] == pytest.approx(min(vals), abs=1e-12), m
+        assert b.loc[m, "upper"] == pytest.approx(max(vals), abs=1e-12), m
 
 
 @settings(max_examples=100, **HSET)
@@ -259,16 +293,20 @@ def test_bounds_meet_when_everything_is_judged(c, convention):
         assert M.evaluate(full, run, "judged@3") == 1.0
 
 
-@pytest.mark.parametrize(
-    "metric,truth_label", [("ndcg@3", {"c": 1}), ("map", {"c": 1})], ids=str
-)
-def test_not_a_bound_for_ndcg_and_map(metric, truth_label):
-    "A late relevant hole raises the ideal (or R): the truth falls below both values."
+@pytest.mark.parametrize("metric", ["ndcg@3", "map"])
+def test_ndcg_and_map_need_the_enumeration(metric):
+    "A late relevant hole raises the ideal (or R): the truth falls below both guesses."
     qrels, run = {"q": {"a": 1}}, {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
+    truth = M.evaluate({"q": {"a": 1, "b": 0, "c": 1}}, run, metric)
+    r = M.to_ranked(qrels, run)
+    name, k, _ = M.parse_metric(metric)
+    guesses = [M.METRICS[name](fill_holes(r, f, k), k)[0] for f in (0, 1)]
+    assert truth < min(guesses) - 1e-9 and not is_bound(metric)
     b = bounds(qrels, run, metric)
-    truth = M.evaluate({"q": {"a": 1, "b": 0, **truth_label}}, run, metric)
-    assert truth < b.loc[metric, "lower"] - 1e-9
-    assert not b.loc[metric, "bound"] and not is_bound(metric)
+    assert b.loc[metric, "lower"] == pytest.approx(truth) and b.loc[metric, "bound"]
+    few = bounds(qrels, run, metric, limit=3)  # 4 labellings needed
+    assert not few.loc[metric, "bound"]
+    assert few.loc[metric, "lower"] == pytest.approx(min(guesses))
 
 
 def test_rbp_is_a_bound_in_ranx_not_in_trec_eval():
