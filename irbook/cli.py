@@ -26,10 +26,11 @@ from irbook.metrics import (
 )
 from .power import SIM_TESTS, mdd_sim, n_for_sim, pilot_diffs, plan, power_columns
 from .spans import read_layout, read_spans, read_texts, span_evaluate
+from .unjudged import bounds, holes
 
 # %% auto #0
-__all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'span_runs', 'run_eval',
-           'with_power', 'plan_arguments', 'run_plan', 'main']
+__all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'k_arg', 'parser', 'span_runs',
+           'unjudged_report', 'render_report', 'run_eval', 'with_power', 'plan_arguments', 'run_plan', 'main']
 
 # %% ../nbs/07_eval_cli.ipynb #fad3f2ab
 def run_name(path) -> str:
@@ -84,6 +85,7 @@ def score_runs(
     make_comparable: bool = False,
     progress: bool | None = None,
     per_query: bool = True,
+    judged_only: bool = False,
 ) -> dict:
     "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
@@ -103,7 +105,7 @@ def score_runs(
             else:  # TREC text: the columnar reader
                 q, run = qc, read_columns(p, "run")
             kw = dict(per_query=per_query, make_comparable=make_comparable)
-            kw.update(convention=convention)
+            kw.update(convention=convention, judged_only=judged_only)
             out[name] = evaluate(q, run, metrics, **kw)
     return out
 
@@ -126,6 +128,13 @@ def alpha_arg(text: str) -> float:
             f"must lie strictly between 0 and 1, got {text}"
         )
     return a
+
+
+def k_arg(text: str) -> int:
+    "The value of `--holes`: a positive integer depth."
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
 
 
 #| export
@@ -204,6 +213,23 @@ def parser() -> argparse.ArgumentParser:
         help="add each comparison's minimum detectable difference and the questions "
         "that would detect its difference, at this power (default 0.8)",
     )
+    e.add_argument(
+        "-J",
+        "--judged-only",
+        action="store_true",
+        help="score only judged documents, unjudged ones removed (trec_eval's -J)",
+    )
+    e.add_argument(
+        "--bounds",
+        action="store_true",
+        help="each metric with the unjudged documents non-relevant and relevant",
+    )
+    e.add_argument(
+        "--holes",
+        type=k_arg,
+        metavar="K",
+        help="per query: the unjudged documents of the top K, to send to a judge",
+    )
     plan_arguments(sub.add_parser("plan", help="how many questions, from pilot runs"))
     return p
 
@@ -232,6 +258,58 @@ def span_runs(a: argparse.Namespace) -> dict:
             out[name] = span_evaluate(judged, read_run(p), layout, metrics, a.budget)
     return out
 
+# %% ../nbs/07_eval_cli.ipynb #a1b2c3d4
+def unjudged_report(
+    qrels: Columns,
+    paths: list,
+    metrics: list,
+    holes_k: int | None = None,
+    convention: str = "ranx",
+    make_comparable: bool = False,
+    per_query: bool = False,
+):
+    "Each run's `bounds` of `metrics` (or its `holes` of the top `holes_k`): a table."
+    import pandas as pd  # on use: a command line that does not need it stays fast
+
+    qd, out = None, {}
+    kw = dict(convention=convention, make_comparable=make_comparable)
+    for p in paths:
+        name = run_name(p)
+        if name in out:
+            raise ValueError(f"two runs are named {name!r}: rename one of the files")
+        with reading(p):
+            if Path(p).suffix in (".lz4", ".json"):  # as score_runs reads them
+                qd = qd or qrels.to_dict()
+                q, run = qd, read_run(p)
+            else:
+                q, run = qrels, read_columns(p, "run")
+            out[name] = (
+                holes(q, run, holes_k, **kw)
+                if holes_k
+                else bounds(q, run, metrics, per_query=per_query, **kw)
+            )
+    t = pd.concat(out, names=["run"])
+    if t.columns.nlevels > 1:  # per-query bounds: "P_10 lower", "P_10 upper", ...
+        t.columns = [" ".join(c) for c in t.columns]
+    if "to_judge" in t:
+        t["to_judge"] = t.to_judge.map(" ".join)
+    return t.reset_index()
+
+
+def render_report(t, fmt: str = "table") -> str:
+    "An `unjudged_report` table as text, Markdown, LaTeX, CSV or JSON."
+    if fmt == "trec":
+        raise ValueError("--bounds and --holes print tables: --format trec has none")
+    if fmt == "json":
+        return t.to_json(orient="records", double_precision=6)
+    if fmt == "csv":
+        return t.to_csv(index=False)
+    if fmt == "md":
+        return t.to_markdown(index=False)
+    if fmt == "latex":
+        return t.to_latex(index=False, float_format="%.4f")
+    return t.to_string(index=False, float_format=lambda x: f"{x:.4f}")
+
 # %% ../nbs/07_eval_cli.ipynb #cd6e6ea0
 def run_eval(a: argparse.Namespace) -> str:
     "The output text of `irbook eval` for parsed arguments `a`."
@@ -257,15 +335,23 @@ def run_eval(a: argparse.Namespace) -> str:
         raise ValueError(f"--baseline {a.baseline!r} is not a run: {', '.join(names)}")
     with reading(a.qrels):
         qrels = read_columns(a.qrels, "qrels")
+    if a.bounds or a.holes:  # reports on the unjudged documents, not scores
+        if a.bounds and a.holes or a.judged_only:
+            raise ValueError("use one of --bounds, --holes and -J/--judged-only")
+        kw = dict(per_query=a.per_query, convention=a.convention)
+        t = unjudged_report(qrels, a.runs, a.metrics, a.holes, **kw)
+        return render_report(t, a.format)
     args = (qrels, a.runs, a.metrics, a.convention, a.make_comparable)
     if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
-        return render(score_runs(*args, per_query=False), "json")
-    table = per_query_table(None, score_runs(*args))
+        return render(
+            score_runs(*args, per_query=False, judged_only=a.judged_only), "json"
+        )
+    table = per_query_table(None, score_runs(*args, judged_only=a.judged_only))
     if a.per_query:
         return render(table, a.format, per_query=True)
     return with_power(compare(table, a.baseline, a.test, a.alpha), a.format, a.power)
 
-# %% ../nbs/07_eval_cli.ipynb #7fb27b941602401d91542211134fc71a
+# %% ../nbs/07_eval_cli.ipynb #58060792
 def with_power(c, fmt: str = "table", power: float | None = None) -> str:
     "`render(c, fmt)`, with each comparison's MDD and questions needed (`--power`)."
     from dataclasses import replace

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from dataclasses import replace
 
 import numpy as np
 
@@ -13,7 +14,8 @@ from .join import Ranked, to_ranked
 
 # %% auto #0
 __all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_metric', 'from_trec_eval', 'to_trec_eval',
-           'expand_metrics', 'check_p', 'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'aggregate', 'evaluate']
+           'expand_metrics', 'check_p', 'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'judged',
+           'drop_unjudged', 'aggregate', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #08ad263a
 METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
@@ -184,6 +186,25 @@ def num_rel_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Relevant documents retrieved (in the top `k`), summed over queries."
     return (r.relevant(rel_lvl) & r.top(k)).sum(1).astype(np.float64)
 
+# %% ../../nbs/01_qrels_and_runs.ipynb #588a48f6
+@register("judged", ranx=False)
+def judged(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+    "Share of the top `k` with a judgement (label >= 0): ir_measures' Judged@k."
+    return ratio((r.judged & r.top(k)).sum(1), r.cut(k))
+
+
+def drop_unjudged(r: Ranked) -> Ranked:
+    "`r` with its unjudged documents removed and ranks closed up (trec_eval's -J)."
+    keep = r.judged & r.retrieved
+    order = np.argsort(~keep, axis=1, kind="stable")  # kept ranks first, in order
+    n = keep.sum(1)
+    real = np.arange(r.depth) < n[:, None]
+    rel = np.where(real, np.take_along_axis(r.rel, order, 1), 0.0)
+    ids = r.doc_ids
+    if ids is not None:
+        ids = np.where(real, np.take_along_axis(ids, order, 1), None)
+    return replace(r, rel=rel, judged=real, retrieved=real.copy(), doc_ids=ids)
+
 # %% ../../nbs/01_qrels_and_runs.ipynb #39482245
 def aggregate(metric: str, values) -> float:
     "One number from `metric`'s per-query values: its mean, sum or geometric mean."
@@ -207,8 +228,10 @@ def evaluate(
     make_comparable: bool = False,
     convention: str = "ranx",
     ties: str | None = None,
+    judged_only: bool = False,
 ):
     "Score `run` against `qrels` with `metrics` (one name, a list, or 'official')."
+    # judged_only: score the condensed lists (unjudged docs removed), trec_eval -J
     if ties is not None:
         warnings.warn(
             "evaluate(ties=...) is deprecated: pass convention='pytrec_eval' "
@@ -221,6 +244,8 @@ def evaluate(
         raise ValueError("no metric given")
     parsed = [parse_metric(m) for m in names]
     r = to_ranked(qrels, run, make_comparable, convention=convention, ties=ties)
+    if judged_only:
+        r = drop_unjudged(r)
     scores = {}
     for m, (name, param, lvl) in zip(names, parsed):
         fn = METRICS.get(name) or TREC_ONLY[name]
