@@ -24,6 +24,7 @@ from irbook.metrics import (
     read_columns,
     read_run,
 )
+from .metrics.distributed import evaluate_distributed
 
 # %% auto #0
 __all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'run_eval', 'main']
@@ -81,6 +82,8 @@ def score_runs(
     make_comparable: bool = False,
     progress: bool | None = None,
     per_query: bool = True,
+    engine: str = "local",
+    scheduler=None,
 ) -> dict:
     "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
@@ -93,14 +96,21 @@ def score_runs(
         name = run_name(p)
         if name in out:
             raise ValueError(f"two runs are named {name!r}: rename one of the files")
+        kw = dict(per_query=per_query, make_comparable=make_comparable)
+        kw.update(convention=convention)
         with reading(p):
+            if engine == "dask":  # partitions scored by dask workers (appendix 08)
+                if Path(p).suffix in (".lz4", ".json"):
+                    raise ValueError("--engine dask reads TREC or parquet runs")
+                out[name] = evaluate_distributed(
+                    qc, p, metrics, scheduler=scheduler, **kw
+                )
+                continue
             if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
                 qd = qd or qc.to_dict()
                 q, run = qd, read_run(p)
             else:  # TREC text: the columnar reader
                 q, run = qc, read_columns(p, "run")
-            kw = dict(per_query=per_query, make_comparable=make_comparable)
-            kw.update(convention=convention)
             out[name] = evaluate(q, run, metrics, **kw)
     return out
 
@@ -182,6 +192,17 @@ def parser() -> argparse.ArgumentParser:
         default=0.05,
         help="significance level after Holm's correction, in (0, 1)",
     )
+    e.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: in this process; dask: one task per query partition",
+    )
+    e.add_argument(
+        "--scheduler",
+        help="with --engine dask: a scheduler address (tcp://host:8786) or 'sync', "
+        "'threads', 'processes' (default: dask's threads)",
+    )
     return p
 
 # %% ../nbs/07_eval_cli.ipynb #cd6e6ea0
@@ -201,9 +222,12 @@ def run_eval(a: argparse.Namespace) -> str:
     with reading(a.qrels):
         qrels = read_columns(a.qrels, "qrels")
     args = (qrels, a.runs, a.metrics, a.convention, a.make_comparable)
+    kw = dict(engine=a.engine, scheduler=a.scheduler)
+    if a.scheduler and a.engine != "dask":
+        raise ValueError("--scheduler goes with --engine dask")
     if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
-        return render(score_runs(*args, per_query=False), "json")
-    table = per_query_table(None, score_runs(*args))
+        return render(score_runs(*args, per_query=False, **kw), "json")
+    table = per_query_table(None, score_runs(*args, **kw))
     if a.per_query:
         return render(table, a.format, per_query=True)
     return render(compare(table, a.baseline, a.test, a.alpha), a.format)
