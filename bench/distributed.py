@@ -22,7 +22,6 @@ import importlib.util
 import json
 import os
 import platform
-import resource
 import sys
 import tempfile
 import time
@@ -52,8 +51,12 @@ def load() -> float:
 
 
 def peak_rss_mb() -> float:
-    "This process's peak resident memory (MB)."
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    "This process's peak resident memory (MB): VmHWM, its own since its exec."
+    # not getrusage's ru_maxrss: a spawned worker's starts at its parent's peak
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def warm() -> int:
@@ -150,9 +153,7 @@ def estimate(rows: list, per_part: int) -> dict:
     rate = float(np.median([r["partition_lines_per_cpu_s_median"] for r in big]))
     wall_rate = float(np.median([r["partition_lines_per_s_median"] for r in big]))
     cpu_s = TARGET_LINES / rate  # worker-seconds of scoring, one partition at a time
-    table = [
-        dict(workers=w, minutes=round(cpu_s / w / 60, 1)) for w in (16, 64, 256, 1024)
-    ]
+    table = [dict(workers=w, minutes=round(cpu_s / w / 60, 1)) for w in (1, 4, 16, 64)]
     hour, ten = (int(np.ceil(cpu_s / (60 * m))) for m in (60, 10))
     parts = int(np.ceil(TARGET_LINES / per_part))
     rss = max(r["worker_peak_rss_mb"] for r in big)
@@ -176,17 +177,22 @@ def estimate(rows: list, per_part: int) -> dict:
         f"{max(r['driver_overhead_s'] for r in big)} s (the census of the q_id "
         "columns, the plan, scheduling, the gather, and waiting for a core on this "
         "loaded machine; not broken down); the census runs as tasks like the scoring, "
-        "the driver's plan and gather handle one row per query",
+        "the driver's plan and gather handle one row per query (not measured at "
+        "10 M queries)",
         f"10 M queries x 1,000 lines: the driver gathers 10 M rows x {len(METRICS)} "
         "measures (about 0.5 GB as a DataFrame)",
-        f"memory: a worker's peak RSS was {peaks}, with partitions of {per_part:,} "
-        "lines in both: why it grows with the run is not explained yet; give a "
-        f"worker at least {rss} MB",
+        f"memory: a worker's peak RSS (VmHWM) was {peaks}, with partitions of "
+        f"{per_part:,} lines: give a worker at least {rss} MB",
     ]
+
+    def workers(n):
+        return f"{n} worker{'s' * (n != 1)}"
+
     sentence = (
         f"At {rate:,.0f} lines per CPU second a worker, 10 B lines take "
-        f"{cpu_s / 3600:,.0f} "
-        f"worker-hours: {hour} workers finish in an hour, {ten} in ten minutes."
+        f"{cpu_s / 3600:.1f} worker-hours: {workers(hour)} finish{'es' * (hour == 1)} "
+        "in an hour, "
+        f"{workers(ten)} in ten minutes."
     )
     return dict(
         lines=TARGET_LINES,
