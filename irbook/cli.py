@@ -24,6 +24,7 @@ from irbook.metrics import (
     read_columns,
     read_run,
 )
+from .metrics.distributed import evaluate_distributed
 from .power import SIM_TESTS, mdd_sim, n_for_sim, pilot_diffs, plan, power_columns
 from .spans import read_layout, read_spans, read_texts, span_evaluate
 from .unjudged import bounds, holes
@@ -86,6 +87,8 @@ def score_runs(
     progress: bool | None = None,
     per_query: bool = True,
     judged_only: bool = False,
+    engine: str = "local",
+    scheduler=None,
 ) -> dict:
     "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
@@ -98,15 +101,26 @@ def score_runs(
         name = run_name(p)
         if name in out:
             raise ValueError(f"two runs are named {name!r}: rename one of the files")
+        kw = dict(per_query=per_query, make_comparable=make_comparable)
+        kw.update(convention=convention)
         with reading(p):
+            if engine == "dask":  # partitions scored by dask workers (appendix 08)
+                if Path(p).suffix in (".lz4", ".json"):
+                    raise ValueError("--engine dask reads TREC or parquet runs")
+                if judged_only:
+                    raise ValueError(
+                        "-J/--judged-only is not available with --engine dask"
+                    )
+                out[name] = evaluate_distributed(
+                    qc, p, metrics, scheduler=scheduler, **kw
+                )
+                continue
             if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
                 qd = qd or qc.to_dict()
                 q, run = qd, read_run(p)
             else:  # TREC text: the columnar reader
                 q, run = qc, read_columns(p, "run")
-            kw = dict(per_query=per_query, make_comparable=make_comparable)
-            kw.update(convention=convention, judged_only=judged_only)
-            out[name] = evaluate(q, run, metrics, **kw)
+            out[name] = evaluate(q, run, metrics, judged_only=judged_only, **kw)
     return out
 
 # %% ../nbs/07_eval_cli.ipynb #1cef5fc3
@@ -230,6 +244,17 @@ def parser() -> argparse.ArgumentParser:
         metavar="K",
         help="per query: the unjudged documents of the top K, to send to a judge",
     )
+    e.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: in this process; dask: one task per query partition",
+    )
+    e.add_argument(
+        "--scheduler",
+        help="with --engine dask: a scheduler address (tcp://host:8786) or 'sync', "
+        "'threads', 'processes' (default: dask's threads)",
+    )
     plan_arguments(sub.add_parser("plan", help="how many questions, from pilot runs"))
     return p
 
@@ -342,11 +367,12 @@ def run_eval(a: argparse.Namespace) -> str:
         t = unjudged_report(qrels, a.runs, a.metrics, a.holes, **kw)
         return render_report(t, a.format)
     args = (qrels, a.runs, a.metrics, a.convention, a.make_comparable)
+    kw = dict(judged_only=a.judged_only, engine=a.engine, scheduler=a.scheduler)
+    if a.scheduler and a.engine != "dask":
+        raise ValueError("--scheduler goes with --engine dask")
     if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
-        return render(
-            score_runs(*args, per_query=False, judged_only=a.judged_only), "json"
-        )
-    table = per_query_table(None, score_runs(*args, judged_only=a.judged_only))
+        return render(score_runs(*args, per_query=False, **kw), "json")
+    table = per_query_table(None, score_runs(*args, **kw))
     if a.per_query:
         return render(table, a.format, per_query=True)
     return with_power(compare(table, a.baseline, a.test, a.alpha), a.format, a.power)
