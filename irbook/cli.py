@@ -24,6 +24,7 @@ from irbook.metrics import (
     read_columns,
     read_run,
 )
+from .metrics.stream import MEMORY, evaluate_file
 
 # %% auto #0
 __all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'parser', 'run_eval', 'main']
@@ -81,6 +82,7 @@ def score_runs(
     make_comparable: bool = False,
     progress: bool | None = None,
     per_query: bool = True,
+    memory: int = MEMORY,
 ) -> dict:
     "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
@@ -94,14 +96,15 @@ def score_runs(
         if name in out:
             raise ValueError(f"two runs are named {name!r}: rename one of the files")
         with reading(p):
-            if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
-                qd = qd or qc.to_dict()
-                q, run = qd, read_run(p)
-            else:  # TREC text: the columnar reader
-                q, run = qc, read_columns(p, "run")
             kw = dict(per_query=per_query, make_comparable=make_comparable)
             kw.update(convention=convention)
-            out[name] = evaluate(q, run, metrics, **kw)
+            if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
+                qd = qd or qc.to_dict()
+                out[name] = evaluate(qd, read_run(p), metrics, **kw)
+            elif memory and Path(p).suffix != ".parquet":  # TREC text, in batches
+                out[name] = evaluate_file(qc, p, metrics, memory=memory, **kw)
+            else:  # parquet, or TREC text with no memory limit: the whole run
+                out[name] = evaluate(qc, read_columns(p, "run"), metrics, **kw)
     return out
 
 # %% ../nbs/07_eval_cli.ipynb #1cef5fc3
@@ -177,6 +180,13 @@ def parser() -> argparse.ArgumentParser:
         "--test", choices=TESTS, default="t", help="paired test for comparisons"
     )
     e.add_argument(
+        "--memory",
+        type=int,
+        default=MEMORY // 2**20,
+        help="MB a run may take while it is scored, a batch of whole queries at a time "
+        "(0: the whole run in memory at once)",
+    )
+    e.add_argument(
         "--alpha",
         type=alpha_arg,
         default=0.05,
@@ -200,10 +210,13 @@ def run_eval(a: argparse.Namespace) -> str:
         raise ValueError(f"--baseline {a.baseline!r} is not a run: {', '.join(names)}")
     with reading(a.qrels):
         qrels = read_columns(a.qrels, "qrels")
+    if a.memory < 0:
+        raise ValueError(f"--memory takes MB (0: no limit), got {a.memory}")
     args = (qrels, a.runs, a.metrics, a.convention, a.make_comparable)
+    kw = dict(memory=a.memory * 2**20)
     if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
-        return render(score_runs(*args, per_query=False), "json")
-    table = per_query_table(None, score_runs(*args))
+        return render(score_runs(*args, per_query=False, **kw), "json")
+    table = per_query_table(None, score_runs(*args, **kw))
     if a.per_query:
         return render(table, a.format, per_query=True)
     return render(compare(table, a.baseline, a.test, a.alpha), a.format)

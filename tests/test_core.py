@@ -18,7 +18,7 @@ LAYERS = [
     ["metrics.ranx_compat", "metrics.columns", "metrics.io", "metrics.conventions"],
     ["metrics.join", "metrics.registry"],
     ["metrics.sets", "metrics.rank"],
-    ["metrics.graded", "metrics", "stats", "compare"],
+    ["metrics.graded", "metrics.stream", "metrics", "stats", "compare"],
     ["search.fulltext", "search.dense", "fastbook", "chunking"],
     ["search.colbert", "search.fusion", "plots", "metrics.runs"],
     ["jqara", "japanese", "synthetic", "noise", "negatives"],
