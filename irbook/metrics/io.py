@@ -211,7 +211,7 @@ _BLOCK = 64 * 2**20  # bytes of text per block when a file is read in blocks
 
 def read_blocks(path, size: int = _BLOCK):
     "The text of `path` (.gz allowed) in blocks of about `size` bytes of whole lines."
-    path = Path(path)
+    path, size = Path(path), max(int(size), len(_BOM))  # the mark is read whole
     with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
         f = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
         rest, start = b"", True

@@ -33,7 +33,7 @@ _PER_BYTE = 12  # bytes of working memory per byte of run text (bench/streaming.
 
 def block_size(memory: int = MEMORY) -> int:
     "Bytes of run text read at a time so that scoring a batch stays within `memory`."
-    return max(int(memory) // _PER_BYTE, 2**16)
+    return max(int(memory) // _PER_BYTE, 256)  # tiny ones too: tests cut queries
 
 # %% ../../nbs/08_engine_stream.ipynb #fa56e733
 def _tail(data: bytes) -> int:
