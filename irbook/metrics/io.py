@@ -159,8 +159,11 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
     names = [f"f{i}" for i in range(width)]  # every line must have all of them
     # every field, so that an empty one is seen; the doc ids as strings, the other
     # fields (few distinct values) hashed in pyarrow's threads; all UTF-8 checked
-    types = {n: pa.dictionary(pa.int32(), pa.string()) for n in names}
-    types["f2"] = pa.string()
+    text = (pa.dictionary(pa.int32(), pa.string()), pa.string())
+    types = {n: text[0] for n in names}
+    types["f2"] = text[1]
+    if kind == "run":  # a rank is read, not used: an integer (anything else: line reader)
+        types["f3"] = pa.int64()
     types[f"f{col}"] = pa.int64() if kind == "qrels" else pa.float64()
     try:  # from memory, never through a Python file object: no Python in its threads
         t = csv.read_csv(
@@ -175,7 +178,7 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
         return None  # a line with more or fewer fields, a bad value, bad UTF-8...
     if not t.num_rows or any(t.column(n).null_count for n in types):
         return None  # a missing value: an empty field where a number belongs
-    if any(_has_empty(t.column(n)) for n in types if n != f"f{col}"):
+    if any(_has_empty(t.column(n)) for n, ty in types.items() if ty in text):
         return None  # an empty field: two separators in a row, one at a line end
     values = np.asarray(t.column(f"f{col}").to_numpy(), np.float64)
     c = table_columns(t.column("f0"), t.column("f2"), values, kind)
@@ -209,8 +212,8 @@ def read_columns(path, kind: str, progress: bool | None = None) -> Columns:
 _BLOCK = 64 * 2**20  # bytes of text per block when a file is read in blocks
 
 
-def read_blocks(path, size: int = _BLOCK):
-    "The text of `path` (.gz allowed) in blocks of about `size` bytes of whole lines."
+def read_blocks(path, size: int = _BLOCK, cut=None):
+    "The text of `path` (.gz allowed) in blocks of whole lines (`cut(data, end)`: fewer)."
     path, size = Path(path), max(int(size), len(_BOM))  # the mark is read whole
     with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
         f = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
@@ -221,6 +224,7 @@ def read_blocks(path, size: int = _BLOCK):
                     chunk, start = chunk.removeprefix(_BOM), False
                 data = rest + chunk if rest else chunk
                 end = data.rfind(b"\n") + 1  # whole lines; the rest waits
+                end = cut(data, end) if cut and end else end
                 rest = data[end:]
                 if end:
                     yield data[:end]

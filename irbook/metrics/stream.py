@@ -36,9 +36,9 @@ def block_size(memory: int = MEMORY) -> int:
     return max(int(memory) // _PER_BYTE, 256)  # tiny ones too: tests cut queries
 
 # %% ../../nbs/08_engine_stream.ipynb #fa56e733
-def _tail(data: bytes) -> int:
-    "Where the lines of the last query of `data` begin (0: the block is all one query)."
-    end, last = len(data), None
+def _tail(data: bytes, end: int) -> int:
+    "Where the lines of the last query of `data[:end]` begin (0: all one query)."
+    last = None
     while end > 0:
         start = data.rfind(b"\n", 0, end - 1) + 1  # the line data[start:end]
         f = data[start:end].split(None, 1)  # any run of whitespace, as the line reader
@@ -51,18 +51,12 @@ def _tail(data: bytes) -> int:
     return 0
 
 # %% ../../nbs/08_engine_stream.ipynb #6f546123
-def query_blocks(path, size: int):
+def query_blocks(path, size: int, lines: bool = True):
     "(text, first line number) of `path` in blocks of whole queries (~`size` bytes)."
-    carry, line = b"", 1
-    for block in read_blocks(path, size):
-        data = carry + block if carry else block
-        cut = _tail(data)
-        carry = data[cut:]
-        if cut:
-            yield data[:cut], line
-            line += data.count(b"\n", 0, cut)
-    if carry:
-        yield carry, line
+    line = 1
+    for text in read_blocks(path, size, _tail):
+        yield text, line if lines else None
+        line += text.count(b"\n") if lines else 0
 
 # %% ../../nbs/08_engine_stream.ipynb #459b7ef7
 def select_queries(c: Columns, keep: np.ndarray) -> Columns:
@@ -82,10 +76,14 @@ class NotGrouped(Exception):
 
 def _grouped(path, size: int, score, seen: dict, keys=None):
     "Score `path` by batches (only those in `keys` if given); NotGrouped if unsorted."
-    for i, (text, line) in enumerate(query_blocks(path, size)):
+    for i, (text, _) in enumerate(query_blocks(path, size, lines=False)):
         if keys is not None and i not in keys:
             continue
-        rc = parse_block(text, path, "run", line)
+        try:  # line numbers are counted only for an error's message
+            rc = parse_block(text, path, "run", 1)
+        except ValueError:
+            first = next(x for j, (_, x) in enumerate(query_blocks(path, size)) if j == i)
+            rc = parse_block(text, path, "run", first)  # raises, naming the line
         if rc is None:
             continue
         if keys is None and any(q in seen for q in rc.qids):
