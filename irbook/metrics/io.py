@@ -162,7 +162,7 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
     text = (pa.dictionary(pa.int32(), pa.string()), pa.string())
     types = {n: text[0] for n in names}
     types["f2"] = text[1]
-    if kind == "run":  # a rank is read, not used: an integer (anything else: line reader)
+    if kind == "run":  # a rank is not used: an integer (anything else: line reader)
         types["f3"] = pa.int64()
     types[f"f{col}"] = pa.int64() if kind == "qrels" else pa.float64()
     try:  # from memory, never through a Python file object: no Python in its threads
@@ -213,7 +213,7 @@ _BLOCK = 64 * 2**20  # bytes of text per block when a file is read in blocks
 
 
 def read_blocks(path, size: int = _BLOCK, cut=None):
-    "The text of `path` (.gz allowed) in blocks of whole lines (`cut(data, end)`: fewer)."
+    "The text of `path` (.gz allowed) in blocks of whole lines (`cut`: fewer of them)."
     path, size = Path(path), max(int(size), len(_BOM))  # the mark is read whole
     with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
         f = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw

@@ -82,7 +82,8 @@ def _grouped(path, size: int, score, seen: dict, keys=None):
         try:  # line numbers are counted only for an error's message
             rc = parse_block(text, path, "run", 1)
         except ValueError:
-            first = next(x for j, (_, x) in enumerate(query_blocks(path, size)) if j == i)
+            lines = (x for j, (_, x) in enumerate(query_blocks(path, size)) if j == i)
+            first = next(lines)
             rc = parse_block(text, path, "run", first)  # raises, naming the line
         if rc is None:
             continue
