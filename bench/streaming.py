@@ -111,6 +111,7 @@ def main():
         "cpus": os.cpu_count(),
         "load_before": os.getloadavg(),
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "code": os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip(),
     }
     runs, skipped = [], []
     for millions in sizes:
@@ -138,6 +139,14 @@ def main():
                 flush=True,
             )
             paths = ["streaming"] + ["memory"] * (millions in in_memory)
+            if millions not in in_memory:
+                skipped.append(
+                    {
+                        "lines": lines,
+                        "path": "memory",
+                        "reason": "not in --memory-paths",
+                    }
+                )
             for path in paths:
                 msmarco.CHILD[path] = CHILD.format(path=path, memory=a.memory * 2**20)
                 msmarco.NAMES[path] = dict(zip(msmarco.IRBOOK, MEASURES)) | {
