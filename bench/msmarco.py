@@ -10,7 +10,8 @@ depth retrieved passages (ids like MS MARCO's, up to 8.8M), about 1.07 relevant
 passages per query, the relevant passage retrieved for 40% of the queries.
 
 Every tool reads the TREC qrels and run from disk with ITS OWN reader
-(`irbook eval` on the command line; pytrec_eval.parse_qrel/parse_run; ranx
+(`irbook eval` on the command line, which streams the run a batch of whole queries at a
+time by default, `--memory 512` MB; pytrec_eval.parse_qrel/parse_run; ranx
 Qrels/Run.from_file(kind="trec"); ir_measures.read_trec_qrels/read_trec_run) and calls
 its evaluator once for four measures it computes natively: trec_eval's ndcg_cut_10,
 recip_rank (no cut-off: MRR over the whole list), map_cut_1000 and recall_1000

@@ -25,6 +25,7 @@ from irbook.metrics import (
     read_run,
 )
 from .metrics.distributed import evaluate_distributed
+from .metrics.stream import MEMORY, evaluate_file
 from .power import SIM_TESTS, mdd_sim, n_for_sim, pilot_diffs, plan, power_columns
 from .spans import read_layout, read_spans, read_texts, span_evaluate
 from .unjudged import bounds, holes
@@ -89,6 +90,7 @@ def score_runs(
     judged_only: bool = False,
     engine: str = "local",
     scheduler=None,
+    memory: int = MEMORY,
 ) -> dict:
     "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
@@ -117,10 +119,13 @@ def score_runs(
                 continue
             if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
                 qd = qd or qc.to_dict()
-                q, run = qd, read_run(p)
-            else:  # TREC text: the columnar reader
-                q, run = qc, read_columns(p, "run")
-            out[name] = evaluate(q, run, metrics, judged_only=judged_only, **kw)
+                run = read_run(p)
+                out[name] = evaluate(qd, run, metrics, judged_only=judged_only, **kw)
+            elif memory and Path(p).suffix != ".parquet" and not judged_only:  # batches
+                out[name] = evaluate_file(qc, p, metrics, memory=memory, **kw)
+            else:  # parquet, -J, or TREC text with no memory limit: the whole run
+                run = read_columns(p, "run")
+                out[name] = evaluate(qc, run, metrics, judged_only=judged_only, **kw)
     return out
 
 # %% ../nbs/07_eval_cli.ipynb #1cef5fc3
@@ -201,6 +206,13 @@ def parser() -> argparse.ArgumentParser:
     )
     e.add_argument(
         "--test", choices=TESTS, default="t", help="paired test for comparisons"
+    )
+    e.add_argument(
+        "--memory",
+        type=int,
+        default=MEMORY // 2**20,
+        help="MB a run may take while it is scored, a batch of whole queries at a time "
+        "(0: the whole run in memory at once)",
     )
     e.add_argument(
         "--alpha",
@@ -366,8 +378,11 @@ def run_eval(a: argparse.Namespace) -> str:
         kw = dict(per_query=a.per_query, convention=a.convention)
         t = unjudged_report(qrels, a.runs, a.metrics, a.holes, **kw)
         return render_report(t, a.format)
+    if a.memory < 0:
+        raise ValueError(f"--memory takes MB (0: no limit), got {a.memory}")
     args = (qrels, a.runs, a.metrics, a.convention, a.make_comparable)
     kw = dict(judged_only=a.judged_only, engine=a.engine, scheduler=a.scheduler)
+    kw.update(memory=a.memory * 2**20)
     if a.scheduler and a.engine != "dask":
         raise ValueError("--scheduler goes with --engine dask")
     if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed

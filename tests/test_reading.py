@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import irbook.metrics as M
 from irbook.metrics.io import _fast_columns, _line_columns, _read_bytes
+from irbook.metrics.stream import query_blocks
 
 N = max(int(os.environ.get("IRBOOK_HYPOTHESIS_EXAMPLES", 250)), 200)
 HSET = dict(
@@ -199,6 +200,45 @@ def test_regular_files_take_the_fast_path(rfile):
     data, records, _, regular = rfile
     if regular:
         assert _fast_columns(data, "run") is not None
+
+
+@settings(max_examples=N, **HSET)
+@given(trec_file("qrels"), trec_file("run"), st.integers(1, 120), st.booleans())
+def test_block_reader_agrees_with_the_line_reader(
+    tmp_path_factory, qfile, rfile, size, gz
+):
+    "Blocks of any size (the streaming path), each read by `parse_block`: the same."
+    tmp = tmp_path_factory.mktemp("blocks")
+    for kind, (data, *_) in (("qrels", qfile), ("run", rfile)):
+        p = tmp / (f"{kind}.trec" + (".gz" if gz else ""))
+        p.write_bytes(gzip.compress(data) if gz else data)
+        whole = _line_columns(_read_bytes(p), p, kind).to_dict()
+        got, line = {}, 1
+        for block in M.read_blocks(p, size):
+            c = M.parse_block(block, p, kind, line)
+            line += block.count(b"\n")
+            for q, docs in (c.to_dict() if c is not None else {}).items():
+                for d, v in docs.items():
+                    assert d not in got.setdefault(q, {})  # no line read twice
+                    got[q][d] = v
+        assert got == whole
+        # batches of whole queries: the same text, each query in one batch
+        batches = [t for t, _ in query_blocks(p, size)]
+        assert b"".join(batches) == _read_bytes(p)
+        cols = [_line_columns(t, p, kind, 1, True) for t in batches]
+        seen = [set(c.qids) for c in cols if c is not None]
+        assert sum(map(len, seen)) == len(set().union(*seen)) or not batches_grouped(
+            _read_bytes(p)
+        )
+
+
+def batches_grouped(data: bytes) -> bool:
+    "True if every query's lines are contiguous (comments and blanks aside)."
+    qs = [
+        f[0] for f in (x.split() for x in data.split(b"\n")) if f and f[0][:1] != b"#"
+    ]
+    runs = [q for i, q in enumerate(qs) if i == 0 or qs[i - 1] != q]
+    return len(runs) == len(set(runs))
 
 
 @pytest.mark.parametrize("ids", ["strings", "integers"])

@@ -30,8 +30,9 @@ def _discounted_sum(gains, depth) -> np.ndarray:
     "Row sums of gains / log2(rank + 1) over the first `depth[q]` ranks of each row."
     ranks = np.arange(1, gains.shape[1] + 1)
     inside = ranks <= np.asarray(depth)[:, None]
-    discount = 1.0 / np.log2(ranks + 1)
-    return (np.where(inside, gains, 0.0) * discount).sum(1)  # row by row, not BLAS
+    # row by row (not a BLAS product, whose rounding depends on the other rows): a
+    # query's DCG is the same whichever queries are scored with it
+    return (np.where(inside, gains, 0.0) * (1.0 / np.log2(ranks + 1))).sum(1)
 
 # %% ../../nbs/04_graded_metrics.ipynb #1e53e793
 def _dcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:

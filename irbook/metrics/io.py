@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from .columns import Columns, columns_problem, table_columns
 
 # %% auto #0
-__all__ = ['read_columns', 'read_qrels', 'read_run']
+__all__ = ['read_columns', 'read_blocks', 'parse_block', 'read_qrels', 'read_run']
 
 # %% ../../nbs/08_engine_io.ipynb #1f53ab26
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
@@ -87,13 +87,15 @@ def _text(path, n: int, what: str, x: bytes) -> str:
         raise ValueError(f"{path}, line {n}: {what} id {x!r} is not UTF-8") from None
 
 # %% ../../nbs/08_engine_io.ipynb #4c1d2e0a
-def _line_columns(data: bytes, path, kind: str) -> Columns:
-    "Columns of TREC text, line by line: the format's definition, every line checked."
+def _line_columns(
+    data: bytes, path, kind: str, first: int = 1, empty_ok: bool = False
+) -> Columns | None:
+    "Columns of TREC text, line by line (the first is line `first`): the definition."
     import pyarrow as pa  # imported on use: the Columns of both readers are built alike
 
     lo, hi, names, col, what = _TREC[kind]
     q, d, v, seen = [], [], [], {}
-    for n, line in enumerate(io.BytesIO(data), 1):
+    for n, line in enumerate(io.BytesIO(data), first):
         f = line.split()  # any run of ASCII whitespace: space, \t, \r, \v, \f
         if not f or f[0].startswith(b"#"):
             continue  # a blank line or a comment
@@ -116,6 +118,8 @@ def _line_columns(data: bytes, path, kind: str) -> Columns:
                 f"(first on line {seen[qid, doc]})"
             )
         q.append(qid), d.append(doc), v.append(x)
+    if not v and empty_ok:
+        return None  # a block of comments or blank lines only
     if not v:
         holds = "judgements" if kind == "qrels" else "results"
         raise ValueError(f"{path}: the {kind} file holds no {holds}")
@@ -123,15 +127,23 @@ def _line_columns(data: bytes, path, kind: str) -> Columns:
 
 # %% ../../nbs/08_engine_io.ipynb #f13f3574
 def _regular(data: bytes, sep: bytes) -> bool:
-    "True if the lines of `data` split on `sep` as on runs of whitespace (memchr)."
+    "True if `data` holds no other whitespace than `sep` and line ends (memchr)."
     others = [bytes([c]) for c in b" \t\x0b\x0c" if bytes([c]) != sep]
     if data.startswith(_BOM) or any(c in data for c in others):
         return False  # another separator, or a second BOM that pyarrow would drop
-    empty = (sep + sep, b"\n" + sep, sep + b"\n", sep + b"\r")  # an empty field
-    if data.startswith(sep) or data.endswith(sep) or any(e in data for e in empty):
-        return False
+    if data.startswith(sep) or data.endswith(sep):
+        return False  # an empty field (the others are found in the columns)
     # pyarrow ends a line at a lone \r too; trec_eval and the line reader do not
     return b"\r" not in data or data.count(b"\r") == data.count(b"\r\n")
+
+
+def _has_empty(col) -> bool:
+    "True if a pyarrow string column (dictionary-encoded or not) holds an empty string."
+    import pyarrow.compute as pc
+
+    if hasattr(col.type, "value_type"):  # each block's dictionary: its few values
+        return any(_has_empty(c.dictionary) for c in col.chunks)
+    return len(col) > 0 and pc.min(pc.binary_length(col)).as_py() == 0
 
 
 def _fast_columns(data: bytes, kind: str) -> Columns | None:
@@ -144,11 +156,16 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
     width, col = _TREC[kind][0], _TREC[kind][3]
     first = data[:4096].split(b"\n", 1)[0]
     sep = b"\t" if b"\t" in first and b" " not in first.strip() else b" "
-    if not _regular(data, sep):
-        return None
+    if not data or data.isspace() or not _regular(data, sep):
+        return None  # nothing to read (pyarrow's error on it could abort at exit)
     names = [f"f{i}" for i in range(width)]  # every line must have all of them
-    # the ids, UTF-8 checked; the few queries hashed in pyarrow's threads
-    types = dict(f0=pa.dictionary(pa.int32(), pa.string()), f2=pa.string())
+    # every field, so that an empty one is seen; the doc ids as strings, the other
+    # fields (few distinct values) hashed in pyarrow's threads; all UTF-8 checked
+    text = (pa.dictionary(pa.int32(), pa.string()), pa.string())
+    types = {n: text[0] for n in names}
+    types["f2"] = text[1]
+    if kind == "run":  # a rank is not used: an integer (anything else: line reader)
+        types["f3"] = pa.int64()
     types[f"f{col}"] = pa.int64() if kind == "qrels" else pa.float64()
     try:  # from memory, never through a Python file object: no Python in its threads
         t = csv.read_csv(
@@ -162,7 +179,9 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # a line with more or fewer fields, a bad value, bad UTF-8...
     if not t.num_rows or any(t.column(n).null_count for n in types):
-        return None  # a missing value (empty fields were ruled out by `_regular`)
+        return None  # a missing value: an empty field where a number belongs
+    if any(_has_empty(t.column(n)) for n, ty in types.items() if ty in text):
+        return None  # an empty field: two separators in a row, one at a line end
     values = np.asarray(t.column(f"f{col}").to_numpy(), np.float64)
     c = table_columns(t.column("f0"), t.column("f2"), values, kind)
     if any(not q or q.startswith("#") for q in c.qids) or columns_problem(c):
@@ -190,6 +209,36 @@ def read_columns(path, kind: str, progress: bool | None = None) -> Columns:
         return _parquet_columns(path, kind)
     data = _read_bytes(path, progress)
     return _fast_columns(data, kind) or _line_columns(data, path, kind)
+
+# %% ../../nbs/08_engine_io.ipynb #7982b97c
+_BLOCK = 64 * 2**20  # bytes of text per block when a file is read in blocks
+
+
+def read_blocks(path, size: int = _BLOCK, cut=None):
+    "The text of `path` (.gz allowed) in blocks of whole lines (`cut`: fewer of them)."
+    path, size = Path(path), max(int(size), len(_BOM))  # the mark is read whole
+    with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
+        f = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
+        rest, start = b"", True
+        try:
+            while chunk := f.read(size):
+                if start:  # a byte order mark at the start of the file only
+                    chunk, start = chunk.removeprefix(_BOM), False
+                data = rest + chunk if rest else chunk
+                end = data.rfind(b"\n") + 1  # whole lines; the rest waits
+                end = cut(data, end) if cut and end else end
+                rest = data[end:]
+                if end:
+                    yield data[:end]
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            raise ValueError(f"{path}: not a gzip file, or cut short ({e})") from None
+    if rest:
+        yield rest  # a last line without a line end
+
+
+def parse_block(data: bytes, path, kind: str, first: int = 1) -> Columns | None:
+    "Columns of a block of whole lines (line `first` on); None if it holds none."
+    return _fast_columns(data, kind) or _line_columns(data, path, kind, first, True)
 
 # %% ../../nbs/08_engine_io.ipynb #a609f92b
 def read_qrels(path) -> dict:

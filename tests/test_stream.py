@@ -1,0 +1,165 @@
+"""Streaming evaluation (issue 21): `evaluate_file` reads a run a batch of whole queries
+at a time and must give exactly what `evaluate` gives on the whole run read by
+`read_columns`: the same per-query floats, the same means, the same errors, under every
+convention, with or without make_comparable, for runs written query by query or not,
+plain or gzipped, with queries cut across blocks.
+
+Run: python -m pytest tests/test_stream.py -q
+"""
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import irbook.metrics as M
+from irbook.cli import main
+from irbook.metrics.stream import block_size, evaluate_file, query_blocks
+
+CONVENTIONS = ["ranx", "trec_eval", "pytrec_eval"]
+METRICS = ["ndcg@10", "ndcg", "map", "map@5", "mrr", "recall@20", "precision@5",
+           "bpref", "r-precision", "rbp.8", "gm_map", "num_ret", "num_rel_ret",
+           "iprec_at_recall@0.5", "dcg_burges@10"]  # fmt: skip
+TINY = 600 * 12  # a `memory` whose blocks (600 bytes) cut queries everywhere
+
+
+def make_files(folder, seed, int_docs=False, extra_run=3, extra_qrels=3):
+    "A seeded qrels and run: varied depths, tied scores, negative labels, odd queries."
+    rng = np.random.default_rng(seed)
+    doc = (lambda d: str(d)) if int_docs else (lambda d: f"d{d}")
+    nq = 40
+    run, qrels = [], []
+    for q in range(nq + extra_run):  # the last `extra_run` queries have no judgements
+        depth = int(rng.integers(1, 70))
+        for i, d in enumerate(rng.choice(300, depth, replace=False)):
+            score = rng.integers(0, 6) / 4  # ties, which the conventions break apart
+            run.append(f"q{q} Q0 {doc(d)} {i + 1} {score} tag\n")
+    for q in range(extra_qrels, nq + extra_qrels):  # the first queries: unjudged
+        for d in rng.choice(300, int(rng.integers(1, 25)), replace=False):
+            qrels.append(f"q{q} 0 {doc(d)} {rng.integers(-1, 4)}\n")
+    (folder / "qrels").write_text("".join(qrels))
+    (folder / "run").write_text("".join(run))
+    shuffled = list(run)
+    rng.shuffle(shuffled)
+    (folder / "unsorted").write_text("".join(shuffled))
+    (folder / "run.gz").write_bytes(gzip.compress("".join(run).encode()))
+    (folder / "unsorted.gz").write_bytes(gzip.compress("".join(shuffled).encode()))
+    return folder / "qrels"
+
+
+def both(qrels, run, **kw):
+    "(in-memory result or error text, streaming result or error text)."
+    out = []
+    for f in (
+        lambda: M.evaluate(qrels, M.read_columns(run, "run"), METRICS, **kw),
+        lambda: evaluate_file(qrels, run, METRICS, memory=TINY, **kw),
+    ):
+        try:
+            out.append(f())
+        except ValueError as e:  # QueryMismatch is a ValueError
+            out.append(f"{type(e).__name__}: {e}")
+    return out
+
+
+@pytest.mark.parametrize("int_docs", [False, True])
+@pytest.mark.parametrize("name", ["run", "unsorted", "run.gz", "unsorted.gz"])
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_streaming_equals_in_memory(tmp_path, name, convention, int_docs):
+    qrels = M.read_columns(make_files(tmp_path, 0, int_docs), "qrels")
+    for mc in (False, True):
+        for per_query in (True, False) if name == "run" else (True,):
+            kw = dict(convention=convention, make_comparable=mc, per_query=per_query)
+            want, got = both(qrels, tmp_path / name, **kw)
+            if isinstance(want, pd.DataFrame):
+                pd.testing.assert_frame_equal(got, want, check_exact=True)
+            else:
+                assert got == want  # the same means, or the same error
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+def test_query_rules_are_the_in_memory_ones(tmp_path, convention):
+    "Same queries: all agree; missing or extra queries: each convention's own rule."
+    for extra_run, extra_qrels in [(0, 0), (3, 0), (0, 3), (3, 3)]:
+        qrels = make_files(tmp_path, 1, extra_run=extra_run, extra_qrels=extra_qrels)
+        qc = M.read_columns(qrels, "qrels")
+        for mc in (False, True):
+            kw = dict(convention=convention, make_comparable=mc, per_query=True)
+            want, got = both(qc, tmp_path / "run", **kw)
+            if isinstance(want, str):
+                assert got == want
+            else:
+                pd.testing.assert_frame_equal(got, want, check_exact=True)
+        if convention == "trec_eval" and extra_qrels > extra_run:  # trec_eval refuses
+            got = both(qc, tmp_path / "run", convention=convention)[1]
+            assert "qrels queries missing from the run" in got
+
+
+def test_batches_hold_whole_queries_and_stay_near_the_block_size(tmp_path):
+    make_files(tmp_path, 2)
+    text = (tmp_path / "run").read_bytes()
+    longest = max(
+        sum(len(x) + 1 for x in text.decode().splitlines() if x.split()[0] == q)
+        for q in {x.split()[0] for x in text.decode().splitlines()}
+    )
+    size = block_size(TINY)
+    parts = list(query_blocks(tmp_path / "run", size))
+    assert len(parts) > 10 and b"".join(t for t, _ in parts) == text
+    queries = [[x.split()[0] for x in t.decode().splitlines()] for t, _ in parts]
+    flat = [q for qs in queries for q in dict.fromkeys(qs)]
+    assert len(flat) == len(set(flat))  # no query in two batches
+    assert max(len(t) for t, _ in parts) <= size + longest
+    lines = [line for _, line in parts]
+    assert lines == list(np.cumsum([1] + [t.count(b"\n") for t, _ in parts[:-1]]))
+
+
+def test_a_query_longer_than_a_block(tmp_path):
+    qrels = make_files(tmp_path, 3)
+    big = "".join(f"q7 Q0 x{i} {i + 1} {1 / (i + 1)} t\n" for i in range(2000))
+    run = (tmp_path / "run").read_text()
+    (tmp_path / "big").write_text(big + run)  # q7 in two places: spilled
+    (tmp_path / "big2").write_text(big.replace("q7", "q99") + run)  # grouped
+    for f in ("big", "big2"):
+        kw = dict(per_query=True, make_comparable=True)
+        want, got = both(M.read_columns(qrels, "qrels"), tmp_path / f, **kw)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("bad", ["q5 Q0 d1 1 x t", "q5 Q0 d1 1", "q5 Q0 d1 1 inf t"])
+def test_a_bad_line_late_in_the_run_is_named_as_in_memory(tmp_path, bad):
+    qrels = M.read_columns(make_files(tmp_path, 4), "qrels")
+    lines = (tmp_path / "run").read_text().splitlines(keepends=True)
+    k = len(lines) - 5  # far past the first block
+    (tmp_path / "bad").write_text("".join(lines[:k] + [bad + "\n"] + lines[k:]))
+    want, got = both(qrels, tmp_path / "bad")
+    assert isinstance(want, str) and got == want and f"line {k + 1}:" in got
+
+
+def test_a_repeated_doc_is_refused(tmp_path):
+    qrels = M.read_columns(make_files(tmp_path, 5), "qrels")
+    lines = (tmp_path / "run").read_text().splitlines(keepends=True)
+    (tmp_path / "dup").write_text("".join(lines[:-1] + [lines[-2], lines[-1]]))
+    want, got = both(qrels, tmp_path / "dup")  # query by query: the same message
+    assert "duplicate doc id" in want and got == want
+    (tmp_path / "dup2").write_text("".join(lines + [lines[3]]))  # far apart
+    want, got = both(qrels, tmp_path / "dup2")
+    assert "duplicate doc id" in want and "repeated in query" in got
+
+
+def test_a_run_without_results(tmp_path):
+    qrels = M.read_columns(make_files(tmp_path, 6), "qrels")
+    (tmp_path / "empty").write_text("# nothing\n\n")
+    want, got = both(qrels, tmp_path / "empty")
+    assert "holds no results" in want and got == want
+
+
+def test_cli_streams_by_default_and_reads_whole_with_memory_0(tmp_path, capsys):
+    qrels = make_files(tmp_path, 7)
+    out = []
+    for extra in ([], ["--memory", "0"], ["--memory", "1"]):
+        args = ["eval", str(qrels), str(tmp_path / "unsorted.gz"), "-m", *METRICS]
+        assert main(args + ["-c", "-q", "--format", "json", *extra]) == 0
+        out.append(capsys.readouterr().out)
+    assert out[0] == out[1] == out[2]
+    assert main(["eval", str(qrels), str(tmp_path / "run"), "--memory", "-1"]) == 2
+    assert "--memory" in capsys.readouterr().err
