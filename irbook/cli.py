@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from contextlib import contextmanager
@@ -32,7 +33,8 @@ from .unjudged import bounds, holes
 
 # %% auto #0
 __all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'k_arg', 'parser', 'span_runs',
-           'unjudged_report', 'render_report', 'run_eval', 'with_power', 'plan_arguments', 'run_plan', 'main']
+           'unjudged_report', 'render_report', 'run_eval', 'with_power', 'plan_arguments', 'run_plan', 'main',
+           'command']
 
 # %% ../nbs/07_eval_cli.ipynb #fad3f2ab
 def run_name(path) -> str:
@@ -487,6 +489,17 @@ def main(argv=None) -> int:
         return 2
     print(text)
     return 0
+
+# %% ../nbs/07_eval_cli.ipynb #172ca1b4
+def command():
+    "The `irbook` console script: `main`'s exit status, skipping the teardown at exit."
+    try:
+        status = main()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # `irbook eval ... | head`: the reader left early, no error
+        status = 0
+    os._exit(status)
 
 # %% ../nbs/07_eval_cli.ipynb #678180b6
 # chapter 7's comparison moved to irbook.compare (compare and render are imported above)

@@ -343,7 +343,7 @@ def run_case(tmp: Path, name: str):
     qp, rp = tmp / qname, tmp / rname
     write(qp, qcontent)
     write(rp, rcontent)
-    code = "import sys; from irbook.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from irbook.cli import command; command()"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     r = subprocess.run(
         [sys.executable, "-c", code, "eval", qp, rp, "-m", "map", "ndcg@10"],

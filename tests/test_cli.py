@@ -223,6 +223,31 @@ def test_console_script(files):
     )
 
 
+def test_console_script_exit_status(files, tmp_path):
+    "`command` exits with main's status (2 on an error) and quietly when a pipe closes."
+    exe = shutil.which(
+        "irbook", path=str(__import__("pathlib").Path(sys.executable).parent)
+    )
+    if exe is None:
+        pytest.skip("the irbook console script is installed by `pip install -e .`")
+    qrels, runs = files
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"q1": {"d1": "high"}}')
+    p = subprocess.run([exe, "eval", str(qrels), str(bad)], capture_output=True)
+    assert p.returncode == 2 and p.stderr.decode().count("\n") == 1, p.stderr
+    # a reader that leaves after one line (`| head -1`) of an output larger than the
+    # pipe's buffer: no BrokenPipeError traceback
+    big_q, big_r = tmp_path / "big.qrels", tmp_path / "big.trec"
+    big_q.write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(5000)))
+    big_r.write_text("".join(f"q{i} Q0 d{i} 1 1.0 r\n" for i in range(5000)))
+    args = [exe, "eval", str(big_q), str(big_r), "-q", "-m", "mrr", "precision@1"]
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as p:
+        p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read().decode()
+    assert p.returncode == 0 and "Traceback" not in err, err
+
+
 def test_parquet_files_score_like_trec_files(files, tmp_path, capsys):
     pd = pytest.importorskip("pandas")
     qrels, runs = files

@@ -282,7 +282,7 @@ def test_negative_labels_are_kept(tmp_path):
 
 
 def run_cli(*args):
-    code = "import sys; from irbook.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from irbook.cli import command; command()"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     return subprocess.run(
         [sys.executable, "-c", code, "eval", *map(str, args), "-m", "map", "ndcg@10"],

@@ -483,7 +483,7 @@ def test_trec_eval_names():
 
 
 # ------------------------------------------------------------------ the command line
-_MAIN = "import sys; from irbook.cli import main; sys.exit(main(sys.argv[1:]))"
+_MAIN = "import sys; from irbook.cli import command; command()"
 
 
 def _cli(*args) -> str:
