@@ -1,5 +1,5 @@
 """Which training-set filter helps fine-tuning? Chapter 35's experiment at a size that
-can separate the filters, run outside the book (it takes most of an hour on two cores).
+can separate the filters, run outside the book: 18 fine-tunings, hours on two cores.
 
 The pool is every offline pseudo-query of the training chapters (chapter 34's inverse
 cloze and header queries of chapters 1, 2, 4, 8); a seeded tenth of it is held out as
@@ -19,9 +19,11 @@ published bge-small-en-v1.5 figures (`irbook.compare.vs_published`).
         [--record bench/results/training_filters.json] [--reduced | --smoke]
 
 `--reduced` runs a smaller configuration (a sample of 160 queries, shorter training
-texts) that fits in about 45 minutes on two cores shared with other work; `--smoke` runs
-a tiny configuration (60 queries, two filters, one seed, two epochs of a
-few steps, one held-out chapter) in a few minutes, to check the script end to end.
+texts, smaller batches): 15 minutes here with one torch thread on two cores shared with
+other work. On a busy machine use `--threads 1`: two threads competing for busy cores
+were several times slower here. `--smoke` runs a tiny configuration (60 queries, two
+filters, one seed, two epochs of a few steps, one held-out chapter) in a few minutes, to
+check the script end to end.
 """
 
 import argparse
@@ -92,7 +94,7 @@ FULL = dict(
     size="full",
     live_in_cache=True,  # LIVE's models go to the irbook cache chapter 35 reads
 )
-# what fits in about 45 minutes when the two cores are shared with several other jobs:
+# what fits in a quarter of an hour when the two cores are shared with other jobs:
 # a seeded sample of the pool, shorter texts in training, smaller batches (more steps)
 REDUCED = {
     **FULL,
