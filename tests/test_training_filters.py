@@ -1,6 +1,7 @@
 """irbook.training_filters: each filter's verdict on a made-up chapter, pairs per
-kept query, the filter-vs-none statistics on made-up scores, the LLM pool against
-the fake server, and (slow) a model trained on given pairs and cached by them."""
+kept query, the filter-vs-none statistics on made-up scores, the validation split, a
+bench record read back, the LLM pool against the fake server, and (slow) a model
+trained on given pairs and cached by them, and one stopped early on validation."""
 
 import numpy as np
 import pandas as pd
@@ -14,10 +15,13 @@ from irbook.synthetic import LLMClient, LLMConfig
 from irbook.synthetic_eval import SynthQuery
 from irbook.training_filters import (
     TRAIN_FILTERS,
+    early_stopped_model,
     filter_effects,
     filter_pairs_by,
     filter_table,
+    record_scores,
     training_queries,
+    validation_split,
 )
 
 TEXTS = [
@@ -123,6 +127,7 @@ def test_effects_paired_and_seed_spread():
     assert a.high == pytest.approx(0.1) and a.p < 0.01 and a.p_holm < 0.01
     assert a.significant and a.baseline == "none"
     assert a["seed min"] == pytest.approx(0.1) == a["seed max"]
+    assert [b[f"seed {s}"] for s in (0, 1, 2)] == pytest.approx([-0.1, 0.0, 0.1])
     assert b["diff"] == pytest.approx(0.0, abs=1e-12)
     assert b["seed min"] == pytest.approx(-0.1) and b["seed max"] == pytest.approx(0.1)
     assert a["mean"] - a.baseline_mean == pytest.approx(0.1)
@@ -198,3 +203,76 @@ def test_model_trained_on_given_pairs_is_cached_by_them(tmp_path, monkeypatch):
     b = finetuned_model(s, pairs=pairs["top-1"], progress=False)
     assert b != a and b.parent == a.parent and "-pairs-" in a.name
     assert training_log(b)["pairs"] == len(pairs["top-1"])
+
+
+def test_validation_split_is_seeded_and_disjoint():
+    train, val = validation_split(QUERIES, share=0.5, seed=0)
+    assert len(val) == 3 and len(train) == 3
+    assert {q.qid for q in train} | {q.qid for q in val} == {q.qid for q in QUERIES}
+    assert not {q.qid for q in train} & {q.qid for q in val}
+    assert [q.qid for q in train] == [q.qid for q in QUERIES if q in train]  # order
+    assert validation_split(QUERIES, 0.5, seed=0) == (train, val)
+    assert any(validation_split(QUERIES, 0.5, seed=s)[1] != val for s in range(1, 5))
+    for bad in (0, 1, -0.1, 1.5):
+        with pytest.raises(ValueError, match="strictly between"):
+            validation_split(QUERIES, bad)
+    with pytest.raises(ValueError, match="cannot give"):
+        validation_split(QUERIES, 0.01)  # rounds to no validation query
+
+
+def test_early_stopping_refuses_bad_arguments():
+    from irbook.finetune import FinetuneSettings
+
+    pairs = pd.DataFrame({"anchor": ["a", "b"], "positive": ["x", "y"]})
+    s = FinetuneSettings()
+    with pytest.raises(ValueError, match="max_epochs"):
+        early_stopped_model(s, pairs, QUERIES, CHUNKS, max_epochs=0)
+    with pytest.raises(ValueError, match="patience"):
+        early_stopped_model(s, pairs, QUERIES, CHUNKS, patience=0)
+    with pytest.raises(ValueError, match="no validation"):
+        early_stopped_model(s, pairs, [], CHUNKS)
+
+
+def test_record_scores_keeps_whole_seeds():
+    col = {"m": {"q1": 0.5, "q2": 1.0}}
+    record = {
+        "settings": {"filters": ["none", "a"], "seeds": [0, 1]},
+        "scores": {
+            "base": col,
+            "none|0": col,
+            "a|0": {"m": {"q1": 0.0, "q2": 1.0}},
+            "none|1": col,  # seed 1 has no model of filter a: left out
+        },
+    }
+    base, scores, seeds = record_scores(record)
+    assert seeds == [0] and set(scores) == {("none", 0), ("a", 0)}
+    assert list(base.index) == ["q1", "q2"] and base.m.mean() == 0.75
+    assert scores["a", 0].m.tolist() == [0.0, 1.0]
+    record["scores"]["a|1"] = col
+    assert record_scores(record)[2] == [0, 1]
+
+
+@pytest.mark.slow  # training: `make test-slow`
+def test_early_stopping_keeps_the_best_epoch(tmp_path, monkeypatch):
+    from irbook.finetune import FinetuneSettings
+
+    monkeypatch.setenv("IRBOOK_CACHE", str(tmp_path))
+    t, _ = filter_table(QUERIES, CHUNKS, ContainmentJudge())
+    train, val = validation_split(QUERIES, share=0.5, seed=0)
+    pairs = filter_pairs_by(t.loc[[q.qid for q in train]], train, CHUNKS)["none"]
+    s = FinetuneSettings(batch_size=2, max_seq_length=32, loss="cached", mini_batch=1)
+    folder, curve = early_stopped_model(
+        s, pairs, val, CHUNKS, max_epochs=3, patience=1, root=tmp_path / "m"
+    )
+    score = curve["validation MRR@10"]
+    assert list(curve.index[:2]) == [0, 1] and curve.chosen.sum() == 1
+    kept = curve.index[curve.chosen][0]
+    assert kept >= 1 and score[kept] == score.loc[1:].max()
+    # stopped after the first epoch without improvement, or at max_epochs
+    last = curve.index.max()
+    assert last == 3 or score[last] <= score.loc[1 : last - 1].max()
+    assert folder.parent == tmp_path / "m"
+    again, curve2 = early_stopped_model(
+        s, pairs, val, CHUNKS, max_epochs=3, patience=1, root=tmp_path / "m"
+    )
+    assert again == folder and curve2.equals(curve)  # every epoch cached
