@@ -27,7 +27,7 @@ HEAVY = {
     "32_hard_negatives",
     "33_finetuning",
     "34_synthetic_vs_human",  # indexes every chunk with ColBERT on a cold cache
-    "35_training_filters",  # fine-tunes MiniLM 15 times
+    "35_training_filters",  # fine-tunes MiniLM
 }
 
 
