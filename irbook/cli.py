@@ -24,6 +24,7 @@ from irbook.metrics import (
     parse_metric,
     read_columns,
     read_run,
+    run_tag,
 )
 from .metrics.distributed import evaluate_distributed
 from .metrics.stream import MEMORY, evaluate_file
@@ -33,7 +34,7 @@ from .unjudged import bounds, holes
 
 # %% auto #0
 __all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'k_arg', 'parser', 'span_runs',
-           'unjudged_report', 'render_report', 'run_eval', 'with_power', 'plan_arguments', 'run_plan', 'main',
+           'unjudged_report', 'render_report', 'tagged', 'run_eval', 'with_power', 'plan_arguments', 'run_plan', 'main',
            'command']
 
 # %% ../nbs/07_eval_cli.ipynb #fad3f2ab
@@ -350,6 +351,16 @@ def render_report(t, fmt: str = "table") -> str:
     return t.to_string(index=False, float_format=lambda x: f"{x:.4f}")
 
 # %% ../nbs/07_eval_cli.ipynb #cd6e6ea0
+def tagged(table, paths: list, baseline=None) -> tuple:
+    "`table` with each TREC run named by its tag (if no names clash), and `baseline`."
+    text = [p for p in paths if Path(p).suffix not in (".parquet", ".lz4", ".json")]
+    tags = {run_name(p): run_tag(p) or run_name(p) for p in text}
+    names = [tags.get(run_name(p), run_name(p)) for p in paths]
+    if len(set(names)) < len(names):  # two runs with one tag: their file names stay
+        return table, baseline
+    return table.rename(columns=tags, level=0), tags.get(baseline, baseline)
+
+
 def run_eval(a: argparse.Namespace) -> str:
     "The output text of `irbook eval` for parsed arguments `a`."
     if a.power is not None and (a.per_query or len(a.runs) < 2):
@@ -390,6 +401,8 @@ def run_eval(a: argparse.Namespace) -> str:
     if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
         return render(score_runs(*args, per_query=False, **kw), "json")
     table = per_query_table(None, score_runs(*args, **kw))
+    if a.format == "trec":  # trec_eval's runid line: the run's tag, not its file name
+        table, a.baseline = tagged(table, a.runs, a.baseline)
     if a.per_query:
         return render(table, a.format, per_query=True)
     return with_power(compare(table, a.baseline, a.test, a.alpha), a.format, a.power)

@@ -348,6 +348,20 @@ def test_trec_format_is_trec_evals_layout(files, capsys):
     assert line == f"{'map':<22}\tall\t{want['map']:6.4f}"
 
 
+def test_trec_format_names_runs_by_their_tag(files, tmp_path, capsys):
+    "trec_eval's runid is the run's tag; two runs sharing one keep their file names."
+    qrels, _ = files
+    a = write_run(tmp_path / "a.trec", RUNS["bm25"], tag="bm25-v2")
+    b = write_run(tmp_path / "b.trec", RUNS["dense"], tag="bm25-v2")
+    out = cli(capsys, "eval", qrels, a, "-m", "mrr", "--format", "trec")[1]
+    assert out.splitlines()[0] == f"{'runid':<22}\tall\tbm25-v2"
+    out = cli(capsys, "eval", qrels, a, b, "-m", "mrr", "--format", "trec")[1]
+    assert [x.split("\t")[2] for x in out.splitlines() if x.startswith("runid")] == [
+        "a",
+        "b",
+    ]
+
+
 def test_trec_per_query_rows_then_all(files, capsys):
     qrels, runs = files
     args = ("eval", qrels, runs[0], "-m", "mrr", "-q", "--format", "trec")

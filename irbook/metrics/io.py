@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from .columns import Columns, columns_problem, table_columns
 
 # %% auto #0
-__all__ = ['read_columns', 'read_blocks', 'parse_block', 'read_qrels', 'read_run']
+__all__ = ['read_columns', 'read_blocks', 'parse_block', 'run_tag', 'read_qrels', 'read_run']
 
 # %% ../../nbs/08_engine_io.ipynb #1f53ab26
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
@@ -239,6 +239,16 @@ def read_blocks(path, size: int = _BLOCK, cut=None):
 def parse_block(data: bytes, path, kind: str, first: int = 1) -> Columns | None:
     "Columns of a block of whole lines (line `first` on); None if it holds none."
     return _fast_columns(data, kind) or _line_columns(data, path, kind, first, True)
+
+# %% ../../nbs/08_engine_io.ipynb #40e008a3
+def run_tag(path) -> str | None:
+    "The run tag (sixth field) of a TREC run's first result line; None if it has none."
+    for block in read_blocks(path, 1 << 16):
+        for line in block.splitlines():
+            fields = line.split()
+            if fields and not fields[0].startswith(b"#"):
+                return fields[5].decode("utf-8", "replace") if len(fields) > 5 else None
+    return None
 
 # %% ../../nbs/08_engine_io.ipynb #a609f92b
 def read_qrels(path) -> dict:
