@@ -100,6 +100,26 @@ def test_partitions_hold_whole_queries_in_file_order(files, tmp_path):
         to_partitions(run, data, 5)
 
 
+def test_partitions_are_written_in_bounded_batches(files, tmp_path):
+    "A run read a few queries at a time gives the same dataset, and the same scores."
+    import pyarrow.parquet as pq
+
+    qrels, run = files
+    whole = to_partitions(run, tmp_path / "whole", 4, memory=2**30)
+    small = to_partitions(run, tmp_path / "small", 4, memory=3000)  # ~250-byte blocks
+    assert len(list(small.rglob("*.parquet"))) > 20 * len(
+        list(whole.rglob("*.parquet"))
+    )
+    for a, b in zip(partitions(whole), partitions(small)):
+        assert pq.read_table(a).to_pydict() == pq.read_table(b).to_pydict()
+    check_identical(qrels, run, small, "sync", "trec_eval", True)
+    bad = tmp_path / "bad.trec"
+    lines = run.read_text().splitlines()
+    bad.write_text("\n".join(lines[:-1] + ["q1 Q0 x 1 high t"]) + "\n")
+    with pytest.raises(ValueError, match=f"line {len(lines)}"):
+        to_partitions(bad, tmp_path / "bad", 4, memory=3000)
+
+
 def test_bucket_is_crc32_modulo_n():
     ids = ["q1", "1085779", "クエリ"]
     assert list(bucket_of(ids, 7)) == [zlib.crc32(q.encode()) % 7 for q in ids]

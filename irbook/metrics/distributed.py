@@ -15,10 +15,11 @@ import numpy as np
 
 from .columns import FRAME_COLUMNS, Columns
 from .conventions import get_convention
-from .io import read_columns
+from .io import parse_block, read_columns
 from .join import Joined, apply_query_rule
 from .ranx_compat import sorted_ids
 from .registry import aggregate, evaluate, expand_metrics, parse_metric
+from .stream import MEMORY, block_size, query_blocks
 
 # %% auto #0
 __all__ = ['PART', 'bucket_of', 'columns_table', 'default_partitions', 'to_partitions', 'partitions', 'census', 'score_partition',
@@ -61,11 +62,22 @@ def default_partitions(paths) -> int:
     return max(2, math.ceil(size / _PART_BYTES))
 
 
-def to_partitions(paths, out_dir, n: int | None = None, kind: str = "run") -> Path:
-    "Run (or qrels) files as a parquet dataset of `n` partitions, each query in one."
-    import pyarrow as pa
-    import pyarrow.dataset as ds
+def _pieces(p, kind: str, memory: int):
+    "`Columns` of `p` a batch of whole queries at a time (parquet or given: whole)."
+    if isinstance(p, Columns):
+        yield p
+    elif str(p).endswith(".parquet"):
+        yield read_columns(p, kind)
+    else:  # TREC text: bounded by `memory`, every line checked, line numbers kept
+        for text, first in query_blocks(p, block_size(memory)):
+            if (c := parse_block(text, p, kind, first)) is not None:
+                yield c
 
+
+def to_partitions(
+    paths, out_dir, n: int | None = None, kind: str = "run", memory: int = MEMORY
+) -> Path:
+    "Run (or qrels) files as a parquet dataset of `n` partitions, each query in one."
     one = isinstance(paths, (str, os.PathLike, Columns))
     paths = [paths] if one else list(paths)
     files = [p for p in paths if not isinstance(p, Columns)]
@@ -73,18 +85,26 @@ def to_partitions(paths, out_dir, n: int | None = None, kind: str = "run") -> Pa
     out = Path(out_dir)
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out}: not empty; partitions go into a new folder")
-    for i, p in enumerate(paths):  # one file in memory at a time, every line checked
-        c = p if isinstance(p, Columns) else read_columns(p, kind)
-        t = columns_table(c)
-        part = bucket_of(c.qids, n)[c.qcode]
-        t = t.append_column(PART, pa.array(part, pa.int32()))
-        ds.write_dataset(
-            t, out, format="parquet", partitioning=[PART],
-            partitioning_flavor="hive", basename_template=f"{i:05d}-{{i}}.parquet",
-            existing_data_behavior="overwrite_or_ignore", preserve_order=True,
-            min_rows_per_group=_GROUP, max_rows_per_group=_GROUP,
-        )  # fmt: skip
+    for i, p in enumerate(paths):
+        for j, c in enumerate(_pieces(p, kind, memory)):  # whole queries, in memory
+            _write_batch(c, out, n, f"{i:05d}-{j:05d}-{{i}}.parquet")
     return out
+
+
+def _write_batch(c: Columns, out: Path, n: int, name: str):
+    "Append the rows of `c` to the dataset `out`, each query to its partition."
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    t = columns_table(c)
+    part = bucket_of(c.qids, n)[c.qcode]
+    t = t.append_column(PART, pa.array(part, pa.int32()))
+    ds.write_dataset(
+        t, out, format="parquet", partitioning=[PART],
+        partitioning_flavor="hive", basename_template=name,
+        existing_data_behavior="overwrite_or_ignore", preserve_order=True,
+        min_rows_per_group=_GROUP, max_rows_per_group=_GROUP,
+    )  # fmt: skip
 
 
 def partitions(dataset) -> list:
