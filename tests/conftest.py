@@ -9,8 +9,31 @@ any error while `IRBOOK_DATA` is set (CI always sets it).
 
 import os
 import re
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# trec_eval 10.0's source and test suite: the oracle of test_trec_eval.py and others
+TREC_EVAL_SRC = Path(
+    os.environ.get("IRBOOK_TREC_EVAL_SRC", ROOT.parent / "shared" / "trec_eval")
+)
+
+
+@pytest.fixture(scope="session")
+def trec_eval(tmp_path_factory):
+    "Path of a trec_eval binary built once per session in a copy of its source."
+    if not (TREC_EVAL_SRC / "Makefile").exists():
+        pytest.skip(f"no trec_eval source at {TREC_EVAL_SRC}")
+    if not (shutil.which("cc") or shutil.which("gcc")) or not shutil.which("make"):
+        pytest.skip("no C compiler or make to build trec_eval")
+    build = tmp_path_factory.mktemp("trec_eval") / "src"
+    shutil.copytree(TREC_EVAL_SRC, build)
+    subprocess.run(["make", "-s"], cwd=build, check=True, capture_output=True)
+    return build / "trec_eval"
+
 
 _NO_NETWORK = re.compile(
     r"DataNotFound: (\S+): not in \$IRBOOK_DATA \(None\).*?downloading \S+ failed "

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from test_cli import RUNS, cli, files, write_run  # noqa: F401 (files is a fixture)
-from test_trec_eval import SRC, read_trec, run_trec_eval, trec_eval  # noqa: F401
+from test_trec_eval import SRC, run_trec_eval
 
 import irbook.metrics as M
 from irbook.unjudged import bounds, holes

@@ -9,7 +9,6 @@ Run: python -m pytest tests/test_reading.py -q   (the stress test: -m slow)
 
 import gzip
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +28,6 @@ HSET = dict(
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-TREC_EVAL_SRC = Path(os.environ.get("TREC_EVAL_SRC", "/work/shared/trec_eval"))
 QIDS = ["q1", "q2", "301", "質問", "q-é"]
 DOCS = ["d1", "d2", "D1", "7", "12", "007", "文書", "é9", "a.b", "x_y", "0"]
 # separators inside a line: every run of ASCII whitespace that is not a line end
@@ -110,19 +108,6 @@ def same_columns(a, b):
         and np.array_equal(a.values, b.values)
         and np.array_equal(np.signbit(a.values), np.signbit(b.values))
     )
-
-
-@pytest.fixture(scope="session")
-def trec_eval(tmp_path_factory):
-    "trec_eval 10 built from its source in a copy, once per session."
-    if not shutil.which("cc") or not shutil.which("make"):
-        pytest.skip("no C compiler (cc) or make: trec_eval cannot be built")
-    if not (TREC_EVAL_SRC / "Makefile").exists():
-        pytest.skip(f"no trec_eval source at {TREC_EVAL_SRC}")
-    build = tmp_path_factory.mktemp("trec_eval") / "src"
-    shutil.copytree(TREC_EVAL_SRC, build)
-    subprocess.run(["make", "-s"], cwd=build, check=True, capture_output=True)
-    return build / "trec_eval"
 
 
 def trec_eval_counts(exe, qrels: Path, run: Path) -> dict:

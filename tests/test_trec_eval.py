@@ -13,20 +13,20 @@ strings (form_res_rels.c).
 """
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TREC_EVAL_SRC
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import irbook.metrics as M
 
 ROOT = Path(__file__).resolve().parents[1]
-SRC = Path(os.environ.get("IRBOOK_TREC_EVAL_SRC", ROOT.parent / "shared" / "trec_eval"))
+SRC = TREC_EVAL_SRC  # tests/conftest.py: the source the `trec_eval` fixture builds
 N = int(os.environ.get("IRBOOK_HYPOTHESIS_EXAMPLES", 1000))
 HSET = dict(
     deadline=None,
@@ -37,19 +37,6 @@ ATOL = 1e-9
 
 
 # ------------------------------------------------------------------ trec_eval 10.0
-@pytest.fixture(scope="session")
-def trec_eval(tmp_path_factory):
-    "Path of a trec_eval binary built once per session in a copy of its source."
-    if not (SRC / "Makefile").exists():
-        pytest.skip(f"no trec_eval source at {SRC}")
-    if not (shutil.which("cc") or shutil.which("gcc")) or not shutil.which("make"):
-        pytest.skip("no C compiler or make to build trec_eval")
-    build = tmp_path_factory.mktemp("trec_eval") / "src"
-    shutil.copytree(SRC, build)
-    subprocess.run(["make"], cwd=build, check=True, capture_output=True)
-    return build / "trec_eval"
-
-
 def run_trec_eval(binary, args, qrels_path, run_path) -> dict:
     "trec_eval's output as {measure: {query or 'all': value (str)}}."
     out = subprocess.run(

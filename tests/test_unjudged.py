@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_trec_eval import (  # noqa: F401 (trec_eval is a fixture)
+from test_trec_eval import (
     HSET,
     SRC,
     batch,
@@ -25,7 +25,6 @@ from test_trec_eval import (  # noqa: F401 (trec_eval is a fixture)
     ours_name,
     read_trec,
     run_trec_eval,
-    trec_eval,
     write,
 )
 
