@@ -127,31 +127,8 @@ def census(folder) -> tuple:
     return ids, counts.field("counts").to_numpy(zero_copy_only=False)
 
 # %% ../../nbs/08_engine_distributed.ipynb #f141a3e5
-def _padded(qrels, run, pad: tuple) -> tuple:
-    "`qrels` and `run` with the padding query `pad` = (id, its run lines, qrels lines)."
-    import pyarrow as pa
-
-    qid, depth, width = pad
-
-    def add(t, n, scores):
-        ids = pa.array([str(i) for i in range(n)], pa.string())
-        cols = (pa.array([qid] * n, pa.string()), ids, pa.array(scores, pa.float64()))
-        extra = pa.table(dict(zip(FRAME_COLUMNS, cols)))
-        t = t.select(list(FRAME_COLUMNS)).cast(extra.schema)
-        return pa.concat_tables([t, extra])
-
-    return add(qrels, width, np.zeros(width)), add(run, depth, -np.arange(depth))
-
-
-def _score(qrels, run, metrics, convention, make_comparable: bool, pad: tuple):
-    "`evaluate`'s per-query frame of `qrels` and `run` padded with `pad`, pad dropped."
-    q, r = _padded(qrels, run, pad)
-    kw = dict(make_comparable=make_comparable, convention=convention)
-    return evaluate(q, r, metrics, per_query=True, **kw).drop(index=pad[0])
-
-
 def score_partition(
-    qrels, folder, metrics: list, convention, make_comparable: bool, pad: tuple
+    qrels, folder, metrics: list, convention, make_comparable: bool, widths: tuple
 ) -> dict:
     "Per-query scores of the run partition in `folder`: `evaluate` on its queries."
     import pyarrow.compute as pc
@@ -166,7 +143,8 @@ def score_partition(
 
     run = among(run, pc.unique(qrels.column("q_id").cast("string")))  # scored ones
     qrels = among(qrels, pc.unique(run.column("q_id").cast("string")))
-    frame = _score(qrels, run, metrics, convention, make_comparable, pad)
+    kw = dict(make_comparable=make_comparable, convention=convention, widths=widths)
+    frame = evaluate(qrels, run, metrics, per_query=True, **kw)
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
     return dict(frame=frame, lines=lines, seconds=took, cpu=cpu, worker=os.getpid())
 
@@ -191,17 +169,9 @@ def _as_qrels(qrels) -> Columns:
         return Columns.from_dict(qrels, "qrels")
     return read_columns(qrels, "qrels")
 
-
-def _pad_id(*id_lists) -> str:
-    "A query id in none of `id_lists`: the padding query's."
-    pad, taken = "\x00irbook-pad", set().union(*map(set, id_lists))
-    while pad in taken:
-        pad += "_"
-    return pad
-
 # %% ../../nbs/08_engine_distributed.ipynb #60e513a1
 def _plan(qc: Columns, found: list, c, make_comparable: bool) -> tuple:
-    "(scored queries in `evaluate`'s order, run lines per query, the padding query)."
+    "(scored queries in `evaluate`'s order, run lines per query, the run's widths)."
     ids = [q for got, _ in found for q in got]
     if len(set(ids)) < len(ids):
         seen = set()
@@ -221,7 +191,7 @@ def _plan(qc: Columns, found: list, c, make_comparable: bool) -> tuple:
     judged = dict(zip(np.asarray(qc.qids, str).tolist(), rows.tolist()))
     depth = max((lines.get(q, 0) for q in scored), default=0)
     width = max((judged[q] for q in scored), default=0)
-    return scored, lines, (_pad_id(qids, ids), depth, width)
+    return scored, lines, (depth, width)
 
 # %% ../../nbs/08_engine_distributed.ipynb #2e14d883
 def _among(t, ids):
@@ -280,18 +250,19 @@ def evaluate_distributed(
         raise ValueError("qrels is empty: there is nothing to evaluate against")
     with scheduler_of(scheduler) as s:
         found = dask.compute(*map(dask.delayed(census), folders), scheduler=s)
-        scored, lines, pad = _plan(qc, found, c, make_comparable)
+        scored, lines, widths = _plan(qc, found, c, make_comparable)
         qt = _among(columns_table(qc), scored)
         keep = set(scored)
         todo = [f for f, (ids, _) in zip(folders, found) if not keep.isdisjoint(ids)]
-        qd, args = _broadcast(qt, s), (names, c, make_comparable, pad)
+        qd, args = _broadcast(qt, s), (names, c, make_comparable, widths)
         tasks = [dask.delayed(score_partition)(qd, f, *args) for f in todo]
         parts = dask.compute(*tasks, scheduler=s)
     frames = [p["frame"] for p in parts]
     absent = [q for q in scored if q not in lines]  # made comparable: empty rankings
     if absent:
         empty = qt.schema.empty_table()
-        frames.append(_score(_among(qt, absent), empty, *args))
+        kw = dict(make_comparable=make_comparable, convention=c, widths=widths)
+        frames.append(evaluate(_among(qt, absent), empty, names, per_query=True, **kw))
     if timings is not None:
         timings.extend({k: v for k, v in p.items() if k != "frame"} for p in parts)
     table = pd.concat(frames).reindex(pd.Index(scored, name="query_id"))

@@ -39,9 +39,9 @@ def _dcg(r: Ranked, k: int, rel_lvl: int, burges: bool) -> np.ndarray:
     "DCG@k of every query of `r`, linear or exponential gains."
     rel_lvl = rel_lvl if r.convention.graded_rel_lvl else 1  # trec_eval ignores -l
     depth = r.cut(k)
-    labels = r.rel[
-        :, : int(depth.max(initial=0))
-    ]  # 0 for unjudged and padding; columns past every cut-off dropped
+    # 0 for unjudged and padding; columns past the cut-off dropped (the layout's width,
+    # not the longest ranking's: a query in a padded batch sums as in the whole run)
+    labels = r.rel[:, : min(k, r.depth) if k > 0 else r.depth]
     return _discounted_sum(gain(labels, rel_lvl, burges), depth)
 
 # %% ../../nbs/04_graded_metrics.ipynb #d5f11a89

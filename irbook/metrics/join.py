@@ -354,6 +354,7 @@ def to_ranked(
     keep_ids: bool = False,
     convention: str | Convention = "ranx",
     ties: str | None = None,
+    widths: tuple | None = None,
 ) -> Ranked:
     "Validated `qrels` and `run` as a `Ranked`, ranked as `convention` says."
     c = get_convention(convention, ties)
@@ -378,4 +379,20 @@ def to_ranked(
         flat = np.empty(int(rl.sum()), dtype=object)
         flat[:] = j.doc_ids()
         ids = np.take_along_axis(pad_rows(rl, flat, None, object), order, 1)
+    if widths is not None:  # at least (depth, judgements) columns, see below
+        depth, width = (max(0, w - a.shape[1]) for w, a in zip(widths, (rel, ideal)))
+        rel, judged, retrieved, ideal = (
+            np.pad(a, ((0, 0), (0, n)))
+            for a, n in (
+                (rel, depth),
+                (judged, depth),
+                (retrieved, depth),
+                (ideal, width),
+            )
+        )
+        ids = (
+            None
+            if ids is None
+            else np.pad(ids, ((0, 0), (0, depth)), constant_values=None)
+        )
     return Ranked(j.query_ids, rel, judged, retrieved, ideal, n_judged, ids, c)

@@ -22,9 +22,9 @@ def mrr(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 @register("map")
 def average_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Average precision: precision at each relevant rank <= `k`, divided by R."
-    width = int(
-        r.cut(k).max(initial=0)
-    )  # columns past every query's cut-off never count
+    # columns past the cut-off never count; the width is the layout's, not the longest
+    # ranking's, so a query scored in a padded batch sums as in the whole run
+    width = min(k, r.depth) if k > 0 else r.depth
     hit = (r.relevant(rel_lvl) & r.top(k))[:, :width].astype(np.float64)
     prec_at = hit.cumsum(axis=1) / np.arange(1, width + 1)
     n_rel = r.n_rel(rel_lvl)

@@ -15,7 +15,7 @@ from .join import Ranked, to_ranked
 # %% auto #0
 __all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'register', 'parse_metric', 'from_trec_eval', 'to_trec_eval',
            'expand_metrics', 'check_p', 'ratio', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'judged',
-           'drop_unjudged', 'aggregate', 'evaluate']
+           'drop_unjudged', 'aggregate', 'score_ranked', 'evaluate']
 
 # %% ../../nbs/01_qrels_and_runs.ipynb #08ad263a
 METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
@@ -220,6 +220,16 @@ def aggregate(metric: str, values) -> float:
     return float(np.mean(values))
 
 
+def score_ranked(r: Ranked, names: list) -> dict:
+    "Each metric's per-query values on `r` (`names` already expanded)."
+    out = {}
+    for m in names:
+        name, param, lvl = parse_metric(m)
+        fn = METRICS.get(name) or TREC_ONLY[name]
+        out[m] = np.asarray(fn(r, param, rel_lvl=lvl), dtype=np.float64)
+    return out
+
+
 def evaluate(
     qrels,
     run,
@@ -229,9 +239,11 @@ def evaluate(
     convention: str = "ranx",
     ties: str | None = None,
     judged_only: bool = False,
+    widths: tuple | None = None,
 ):
     "Score `run` against `qrels` with `metrics` (one name, a list, or 'official')."
-    # judged_only: score the condensed lists (unjudged docs removed), trec_eval -J
+    # judged_only: score the condensed lists (unjudged docs removed), trec_eval -J;
+    # widths: a batch of a larger run scored at the run's widths (see `to_ranked`)
     if ties is not None:
         warnings.warn(
             "evaluate(ties=...) is deprecated: pass convention='pytrec_eval' "
@@ -242,14 +254,13 @@ def evaluate(
     names = expand_metrics(metrics)
     if not names:
         raise ValueError("no metric given")
-    parsed = [parse_metric(m) for m in names]
-    r = to_ranked(qrels, run, make_comparable, convention=convention, ties=ties)
+    for m in names:
+        parse_metric(m)  # every name checked before the work
+    kw = dict(convention=convention, ties=ties, widths=widths)
+    r = to_ranked(qrels, run, make_comparable, **kw)
     if judged_only:
         r = drop_unjudged(r)
-    scores = {}
-    for m, (name, param, lvl) in zip(names, parsed):
-        fn = METRICS.get(name) or TREC_ONLY[name]
-        scores[m] = np.asarray(fn(r, param, rel_lvl=lvl), dtype=np.float64)
+    scores = score_ranked(r, names)
     if per_query:
         import pandas as pd
 

@@ -12,19 +12,17 @@ import numpy as np
 from .columns import Columns, columns_problem, table_columns
 from .conventions import get_convention
 from .io import parse_block, read_blocks
-from .join import Joined, Ranked, apply_query_rule, to_ranked
+from .join import Joined, apply_query_rule, to_ranked
 from .ranx_compat import sorted_ids
 from irbook.metrics.registry import (
-    METRICS,
-    TREC_ONLY,
     aggregate,
     expand_metrics,
     parse_metric,
+    score_ranked,
 )
 
 # %% auto #0
-__all__ = ['MEMORY', 'block_size', 'query_blocks', 'select_queries', 'NotGrouped', 'spill', 'spilled', 'with_widths',
-           'score_ranked', 'evaluate_file']
+__all__ = ['MEMORY', 'block_size', 'query_blocks', 'select_queries', 'NotGrouped', 'spill', 'spilled', 'evaluate_file']
 
 # %% ../../nbs/08_engine_stream.ipynb #c21b52d4
 MEMORY = 512 * 2**20  # bytes a batch may use while it is scored (the default setting)
@@ -146,50 +144,6 @@ def spilled(path, folder: Path, b: int) -> Columns:
         raise ValueError(f"{path}: {problem.split(': ', 1)[1]}")
     return rc
 
-# %% ../../nbs/08_engine_stream.ipynb #0e24c028
-_PAD = "\x00irbook-width"  # the id of the query that sets a batch's widths
-
-
-def _extend(c: Columns, n: int, values) -> Columns:
-    "`c` with query `_PAD` added: `n` rows of distinct docs with `values`."
-    docs, codes = c.docs, np.arange(n)
-    if docs is not None and len(docs) < n:  # too few doc ids to choose from
-        new = [f"{_PAD}{i}" for i in range(n)]
-        if isinstance(docs, np.ndarray):
-            docs = np.concatenate([docs, np.asarray(new, dtype=str)])
-        else:
-            import pyarrow as pa
-
-            docs = pa.concat_arrays([docs, pa.array(new, docs.type)])
-        codes = codes + len(c.docs)
-    return Columns(
-        c.kind,
-        np.concatenate([c.qcode, np.full(n, len(c.qids))]),
-        np.append(c.qids, _PAD),
-        np.concatenate([c.dcode, codes]),
-        docs,
-        np.concatenate([c.values, values]),
-    )
-
-# %% ../../nbs/08_engine_stream.ipynb #b57954c4
-def with_widths(qc: Columns, rc: Columns, depth: int, width: int) -> tuple:
-    "Qrels and run with a query of `width` judgements and `depth` results added."
-    own = [np.bincount(c.qcode).max(initial=0) if len(c) else 0 for c in (rc, qc)]
-    if own == [depth, width]:
-        return qc, rc  # the batch has the widths already
-    rc = _extend(rc, depth, -np.arange(depth, dtype=np.float64)) if depth else rc
-    return _extend(qc, width, np.zeros(width)), rc
-
-# %% ../../nbs/08_engine_stream.ipynb #da362725
-def score_ranked(r: Ranked, names: list) -> dict:
-    "Each metric's per-query values on `r`, as `evaluate` computes them."
-    out = {}
-    for m in names:
-        name, param, lvl = parse_metric(m)
-        fn = METRICS.get(name) or TREC_ONLY[name]
-        out[m] = np.asarray(fn(r, param, rel_lvl=lvl), dtype=np.float64)
-    return out
-
 # %% ../../nbs/08_engine_stream.ipynb #c1224040
 def _query_rule(qids: list, seen: dict, c, make_comparable: bool) -> list:
     "The qrels queries scored, by the same rule (and error) as the in-memory path."
@@ -218,11 +172,9 @@ class _Scorer:
 
     def _score(self, qs: Columns, rc: Columns, depth: int, width: int) -> tuple:
         "(query ids, {metric: values}, results) of a batch, at the run's widths."
-        r = to_ranked(*with_widths(qs, rc, depth, width), self.mc, convention=self.c)
-        real = np.array([q != _PAD for q in r.query_ids], bool)
-        values = score_ranked(r, self.names)
-        ids = [q for q in r.query_ids if q != _PAD]
-        return ids, {m: v[real] for m, v in values.items()}, r.n_retrieved[real]
+        kw = dict(convention=self.c, widths=(depth, width))
+        r = to_ranked(qs, rc, self.mc, **kw)
+        return r.query_ids, score_ranked(r, self.names), r.n_retrieved
 
     def __call__(self, key, rc: Columns):
         "Score the queries of `rc` the qrels hold (`key` names the batch)."
