@@ -137,12 +137,8 @@ def score_partition(
     t0, c0 = time.perf_counter(), time.process_time()
     run = pq.read_table(folder, columns=list(FRAME_COLUMNS))
     lines = run.num_rows
-
-    def among(t, ids):
-        return t.filter(pc.is_in(t.column("q_id").cast("string"), value_set=ids))
-
-    run = among(run, pc.unique(qrels.column("q_id").cast("string")))  # scored ones
-    qrels = among(qrels, pc.unique(run.column("q_id").cast("string")))
+    run = _among(run, pc.unique(qrels.column("q_id").cast("string")))  # scored ones
+    qrels = _among(qrels, pc.unique(run.column("q_id").cast("string")))
     kw = dict(make_comparable=make_comparable, convention=convention, widths=widths)
     frame = evaluate(qrels, run, metrics, per_query=True, **kw)
     took, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -195,11 +191,12 @@ def _plan(qc: Columns, found: list, c, make_comparable: bool) -> tuple:
 
 # %% ../../nbs/08_engine_distributed.ipynb #2e14d883
 def _among(t, ids):
-    "The rows of Table `t` whose q_id is one of `ids`."
+    "The rows of Table `t` whose q_id is one of `ids` (a list, or an Arrow array)."
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    ids = pa.array([str(q) for q in ids], pa.string())
+    if not isinstance(ids, pa.Array):
+        ids = pa.array([str(q) for q in ids], pa.string())
     return t.filter(pc.is_in(t.column("q_id").cast("string"), value_set=ids))
 
 
