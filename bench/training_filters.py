@@ -34,7 +34,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -55,12 +55,14 @@ from irbook.part2 import cached_run
 from irbook.search.dense import MINILM
 from irbook.training_filters import (
     TRAIN_FILTERS,
+    epoch_curve,
     filter_effects,
     filter_pairs_by,
     filter_scores,
     filter_table,
     record_scores,
     training_queries,
+    unfiltered_scores,
     validation_split,
 )
 
@@ -81,7 +83,7 @@ FULL = dict(
     val_share=0.1,
     filters=list(TRAIN_FILTERS),
     seeds=[0, 1, 2],
-    max_epochs=2,
+    max_epochs=4,
     patience=1,
     batch_size=32,
     mini_batch=16,
@@ -92,7 +94,21 @@ FULL = dict(
     B=10_000,
     smoke=False,
     size="full",
-    live_in_cache=True,  # LIVE's models go to the irbook cache chapter 35 reads
+    # how far training moves the unfiltered model (seed 0): epochs 1..6 at each
+    # learning rate, held-out scores of every epoch; its models go to the irbook cache
+    sweep={"epochs": 6, "lrs": [5e-5, 2e-4]},
+    # the small configuration chapter 35 re-runs: a sample of the pool, shorter texts,
+    # smaller batches; recorded here, its models in the irbook cache the chapter reads
+    live={
+        "pool": 160,
+        "val_share": 0.1,
+        "seed": 0,
+        "batch_size": 16,
+        "mini_batch": 8,
+        "max_seq_length": 32,
+        "max_epochs": 2,
+        "patience": 1,
+    },
 )
 # what fits in a quarter of an hour when the two cores are shared with other jobs:
 # a seeded sample of the pool, shorter texts in training, smaller batches (more steps)
@@ -116,11 +132,12 @@ SMOKE = {
     "eval_seq": 32,
     "eval_chapters": [10],
     "B": 1000,
-    "live_in_cache": False,
+    "sweep": {"epochs": 2, "lrs": [5e-5]},
+    "live": {**FULL["live"], "pool": 40, "batch_size": 8, "mini_batch": 4},
     "smoke": True,
     "size": "smoke",
 }
-LIVE = ("none", 0)  # the configuration chapter 35 re-runs: its models stay in the cache
+SWEPT = ("none", 0)  # the sweep continues this model's epochs: both in the irbook cache
 
 
 def frame_dict(df: pd.DataFrame, columns) -> dict:
@@ -212,7 +229,7 @@ def run(cfg: dict, models: Path, log=print, partial=None) -> dict:
             "finetune": settings.fields(),
             "judge": answerability_judge().name,
             "metrics": METRICS,
-            "live": list(LIVE),
+            "swept": list(SWEPT),
             "validation": "MRR@10 of the validation queries among their gold chunks "
             "(own chapter), 64 word pieces; epoch 0 is the base model",
         },
@@ -235,7 +252,7 @@ def run(cfg: dict, models: Path, log=print, partial=None) -> dict:
     for seed in cfg["seeds"]:  # seed by seed: a partial record holds whole seeds
         for f in cfg["filters"]:
             t0 = time.perf_counter()
-            live = (f, seed) == LIVE and cfg["live_in_cache"]
+            cached = (f, seed) == SWEPT and not cfg["smoke"]
             sc, lg = filter_scores(
                 {f: pairs[f]},
                 test_qs,
@@ -247,7 +264,7 @@ def run(cfg: dict, models: Path, log=print, partial=None) -> dict:
                 val_queries=val_q,
                 max_epochs=cfg["max_epochs"],
                 patience=cfg["patience"],
-                root=None if live else models,
+                root=None if cached else models,
             )
             r = lg.iloc[0].to_dict()
             curve = r.pop("curve")
@@ -269,10 +286,79 @@ def run(cfg: dict, models: Path, log=print, partial=None) -> dict:
                 f"{r['wall s']:.0f} s (load {r['load']:.1f})"
             )
     timings["training and scoring s"] = sum(j["wall s"] for j in record["jobs"])
+    t0 = time.perf_counter()
+    none = pairs["none"]
+    record["sweep"] = sweep(cfg, settings, none, test_qs, chunks, val_q, models)
+    timings["sweep s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    record["live"] = live_configuration(cfg, test_qs, chunks, models)
+    timings["live configuration s"] = time.perf_counter() - t0
     record = summarize(record)
     timings["total s"] = time.perf_counter() - t_all
     record["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return record
+
+
+def sweep(cfg, settings, pairs, test_qs, chunks, val_q, models) -> dict:
+    "The unfiltered model (seed SWEPT) trained on regardless: every epoch, every lr."
+    out = {"epochs": cfg["sweep"]["epochs"], "lrs": {}}
+    for lr in cfg["sweep"]["lrs"]:
+        s = replace(settings, seed=SWEPT[1], lr=lr)
+        scores, val = epoch_curve(
+            s,
+            pairs,
+            test_qs,
+            chunks,
+            val_q,
+            cfg["sweep"]["epochs"],
+            cfg["eval_seq"],
+            root=models if cfg["smoke"] else None,
+        )
+        out["lrs"][str(lr)] = {
+            "validation MRR@10": [float(v) for v in val],
+            "scores": {str(e): frame_dict(sc, METRICS) for e, sc in scores.items()},
+        }
+        print(
+            f"sweep lr {lr}: held-out MRR@10 by epoch "
+            + " ".join(f"{sc['Modified MRR@10'].mean():.3f}" for sc in scores.values()),
+            flush=True,
+        )
+    return out
+
+
+def live_configuration(cfg, test_qs, chunks, models) -> dict:
+    "The small configuration chapter 35 re-runs: its description, scores and log."
+    live = cfg["live"]
+    settings = FinetuneSettings(
+        held_out=HELD_OUT,
+        loss="cached",
+        batch_size=live["batch_size"],
+        mini_batch=live["mini_batch"],
+        max_seq_length=live["max_seq_length"],
+        lr=cfg["lr"],
+    )
+    spec = {
+        "pool": live["pool"],
+        "val_share": live["val_share"],
+        "held_out": list(HELD_OUT),
+        "finetune": settings.fields(),
+        "seed": live["seed"],
+        "eval_seq": cfg["eval_seq"],
+        "max_epochs": live["max_epochs"],
+        "patience": live["patience"],
+    }
+    t0 = time.perf_counter()
+    sc, log, pairs = unfiltered_scores(
+        spec, test_qs, chunks, root=models if cfg["smoke"] else None
+    )
+    return {
+        "spec": spec,
+        "pairs": len(pairs),
+        "pairs sha256": digest(pairs.to_dict("list")),
+        "epoch kept": int(log["epoch kept"]),
+        "wall s": time.perf_counter() - t0,
+        "scores": frame_dict(sc, METRICS),
+    }
 
 
 def summarize(record: dict) -> dict:
@@ -323,6 +409,17 @@ def summarize(record: dict) -> dict:
             author.append(
                 {"system": name, "metric": m, **asdict(v), "verdict": v.sentence()}
             )
+    swept = []  # every epoch of the sweep against the base model, per learning rate
+    for lr, v in record.get("sweep", {}).get("lrs", {}).items():
+        runs = {f"epoch {e}": pd.DataFrame(x)[METRICS] for e, x in v["scores"].items()}
+        c = compare(
+            {**runs, "base MiniLM": base[METRICS]},
+            baseline="base MiniLM",
+            test="bootstrap",
+            B=B,
+            seed=0,
+        )
+        swept += [{"lr": float(lr), **r} for r in with_verdicts(c.tested)]
     # complete: every seed of every filter; a run cut short is summarized on whole seeds
     record["complete"] = seeds == record["settings"]["seeds"]
     record["comparisons"] = {
@@ -332,6 +429,7 @@ def summarize(record: dict) -> dict:
         "fine-tuned vs base, seed-averaged": with_verdicts(ft.tested),
         "fine-tuned vs base, per seed": ft_seed,
         "vs the author's published model": {"author": AUTHOR, "rows": author},
+        "sweep vs base": swept,
     }
     record["timings"]["comparisons s"] = time.perf_counter() - t0
     return record

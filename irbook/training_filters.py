@@ -30,12 +30,14 @@ from irbook.noise import (
 )
 from .part2 import cached_run
 from .search.fulltext import chapter_filter
+from .stats import bootstrap_ci
 from .synthetic import LLMClient, book_pages
 from .synthetic_eval import gold_qrels, llm_queries, offline_queries
 
 # %% auto #0
-__all__ = ['TRAIN_FILTERS', 'training_queries', 'filter_table', 'filter_pairs_by', 'validation_split', 'early_stopped_model',
-           'filter_scores', 'record_scores', 'filter_effects', 'plot_effects']
+__all__ = ['TRAIN_FILTERS', 'training_queries', 'filter_table', 'filter_pairs_by', 'validation_split', 'epoch_models',
+           'early_stopped_model', 'held_out_scores', 'filter_scores', 'epoch_curve', 'record_scores', 'sweep_curve',
+           'plot_sweep', 'filter_effects', 'plot_effects', 'unfiltered_scores']
 
 # %% ../nbs/35_training_filters.ipynb #5b422026
 def training_queries(
@@ -199,6 +201,25 @@ def _validation_mrr(model, name: str, queries: list, gold: dict, eval_seq: int):
     return float(per_query.iloc[:, 0].mean())
 
 
+def epoch_models(
+    settings: FinetuneSettings,
+    pairs: pd.DataFrame,
+    max_epochs: int,
+    root=None,
+    progress: bool = False,
+):
+    "Yield (epoch, model folder): each epoch trained on from the one before, cached."
+    prev = settings.base
+    for epoch in range(1, max_epochs + 1):
+        # epoch e continues from epoch e-1's model, its pairs shuffled by another seed
+        s = replace(settings, base=str(prev), seed=settings.seed + 1000 * (epoch - 1))
+        where = None
+        if root is not None:
+            where = Path(root) / f"ft-{digest(s.digest(), pairs.to_dict('list'))[:16]}"
+        prev = finetuned_model(s, root=where, pairs=pairs, progress=progress)
+        yield epoch, prev
+
+
 def early_stopped_model(
     settings: FinetuneSettings,
     pairs: pd.DataFrame,
@@ -223,18 +244,11 @@ def early_stopped_model(
     rows = [
         {"epoch": 0, score: _validation_mrr(base, base, val_queries, gold, eval_seq)}
     ]
-    folders, prev, best, stale = {}, base, None, 0
-    for epoch in range(1, max_epochs + 1):
-        # epoch e continues from epoch e-1's model, its pairs shuffled by another seed
-        s = replace(settings, base=str(prev), seed=settings.seed + 1000 * (epoch - 1))
-        where = None
-        if root is not None:
-            where = Path(root) / f"ft-{digest(s.digest(), pairs.to_dict('list'))[:16]}"
-        folders[epoch] = prev = finetuned_model(
-            s, root=where, pairs=pairs, progress=progress
-        )
-        log = training_log(prev)
-        mrr = _validation_mrr(prev, prev.name, val_queries, gold, eval_seq)
+    folders, best, stale = {}, None, 0
+    for epoch, folder in epoch_models(settings, pairs, max_epochs, root, progress):
+        folders[epoch] = folder
+        log = training_log(folder)
+        mrr = _validation_mrr(folder, folder.name, val_queries, gold, eval_seq)
         rows.append(
             {
                 "epoch": epoch,
@@ -253,6 +267,21 @@ def early_stopped_model(
     return folders[best], curve.assign(chosen=curve.index == best)
 
 # %% ../nbs/35_training_filters.ipynb #bd09f1f0
+def held_out_scores(folder, questions: list, chunks: dict, eval_seq: int = 128):
+    "Per-question scores of the model in `folder`, each question in its own chapter."
+    chapters = {q.chapter for q in questions}
+    held = {c: x for c, x in chunks.items() if x.chapter in chapters}
+    run = cached_run(
+        "fine-tuned dense",
+        lambda: model_run(folder, questions, held, 10, False, eval_seq),
+        folder.name,
+        as_docs(held),
+        as_queries(questions),
+        eval_seq,
+    )
+    return score_questions(run, questions, held)
+
+
 def filter_scores(
     pairs: dict,
     questions: list,
@@ -267,9 +296,6 @@ def filter_scores(
     root=None,
 ) -> tuple[dict, pd.DataFrame]:
     "Held-out scores of MiniLM fine-tuned on each filter's pairs, per seed; logs."
-    chapters = {q.chapter for q in questions}
-    held = {c: x for c, x in chunks.items() if x.chapter in chapters}
-    key = (as_docs(held), as_queries(questions), eval_seq)
     scores, logs = {}, {}
     jobs = [(f, s) for f in pairs for s in seeds]
     for f, seed in tqdm(jobs, desc="fine-tuning", disable=not progress):
@@ -283,13 +309,7 @@ def filter_scores(
             folder, curve = early_stopped_model(
                 s, pairs[f], val_queries, chunks, max_epochs, patience, root
             )
-        run = cached_run(
-            "fine-tuned dense",
-            lambda: model_run(folder, questions, held, 10, False, eval_seq),
-            folder.name,
-            *key,
-        )
-        scores[f, seed] = score_questions(run, questions, held)
+        scores[f, seed] = held_out_scores(folder, questions, chunks, eval_seq)
         logs[f, seed] = {
             "pairs": len(pairs[f]),
             "epochs trained": int(curve.index.max()),
@@ -299,6 +319,25 @@ def filter_scores(
             "curve": curve,
         }
     return scores, pd.DataFrame.from_dict(logs, orient="index")
+
+# %% ../nbs/35_training_filters.ipynb #acae54e37e7d407bbb7b55eff062a284
+def epoch_curve(
+    settings: FinetuneSettings,
+    pairs: pd.DataFrame,
+    questions: list,
+    chunks: dict,
+    val_queries: list,
+    epochs: int,
+    eval_seq: int = 64,
+    root=None,
+) -> tuple[dict, pd.Series]:
+    "Every epoch's held-out scores {epoch: per question} and validation MRR@10."
+    gold = {c: chunks[c] for q in val_queries for c in q.positives}
+    scores, val = {}, {}
+    for epoch, folder in epoch_models(settings, pairs, epochs, root):
+        val[epoch] = _validation_mrr(folder, folder.name, val_queries, gold, eval_seq)
+        scores[epoch] = held_out_scores(folder, questions, chunks, eval_seq)
+    return scores, pd.Series(val, name="validation MRR@10").rename_axis("epoch")
 
 # %% ../nbs/35_training_filters.ipynb #abbc8bf7
 def record_scores(record: dict) -> tuple[pd.DataFrame, dict, list]:
@@ -315,7 +354,44 @@ def record_scores(record: dict) -> tuple[pd.DataFrame, dict, list]:
     ]
     return base, {(f, s): runs[f, s] for f in filters for s in seeds}, seeds
 
-# %% ../nbs/35_training_filters.ipynb #bd09f1f0
+# %% ../nbs/35_training_filters.ipynb #72eea5119410473aa328ad9291626812
+def sweep_curve(record: dict, metrics=None) -> pd.DataFrame:
+    "Mean held-out scores and validation MRR@10 per (lr, epoch) of a record's sweep."
+    base, _, _ = record_scores(record)
+    metrics = list(metrics or record["settings"]["metrics"])
+    val0 = record["jobs"][0]["validation MRR@10 by epoch"][0]  # the base model's
+    rows = []
+    for lr, v in record["sweep"]["lrs"].items():
+        rows.append({"lr": float(lr), "epoch": 0, **base[metrics].mean(), "val": val0})
+        for (e, sc), val in zip(v["scores"].items(), v["validation MRR@10"]):
+            sc = pd.DataFrame(sc)[metrics].mean()
+            rows.append({"lr": float(lr), "epoch": int(e), **sc, "val": val})
+    t = pd.DataFrame(rows).rename(columns={"val": "validation MRR@10"})
+    return t.set_index(["lr", "epoch"])
+
+# %% ../nbs/35_training_filters.ipynb #7cdc8c89c7104fffa095e18ddfef8986
+def plot_sweep(curve: pd.DataFrame, base: pd.DataFrame, metrics=None, axes=None):
+    "Held-out scores and validation MRR@10 by epoch per learning rate; base's interval."
+    import matplotlib.pyplot as plt  # on use, as every irbook plot
+
+    metrics = list(metrics or ["Modified MRR@10", "Modified Recall@10"])
+    panels = metrics + ["validation MRR@10"]
+    if axes is None:
+        axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 3))[1]
+    for ax, m in zip(np.atleast_1d(axes), panels):
+        for lr, t in curve.groupby(level="lr"):
+            e = t.index.get_level_values("epoch")
+            ax.plot(e, t[m], "o-", ms=4, label=f"lr {lr:g}")
+        if m in base:
+            ci = bootstrap_ci(base[m], B=2000)
+            ax.axhspan(ci.low, ci.high, color="gray", alpha=0.2)
+            ax.axhline(ci.mean, color="gray", ls="--", lw=1, label="base, 95% interval")
+        ax.set_xlabel("epoch")
+        ax.set_title(m + ("" if m in base else " (synthetic)"), fontsize=9)
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    return axes
+
+# %% ../nbs/35_training_filters.ipynb #33d90aa9
 def filter_effects(
     scores: dict,
     base: str = "none",
@@ -348,7 +424,7 @@ def filter_effects(
         **{"seed min": by_seed.min(axis=1), "seed max": by_seed.max(axis=1)}
     )
 
-# %% ../nbs/35_training_filters.ipynb #01ad80f3
+# %% ../nbs/35_training_filters.ipynb #5331b057
 def plot_effects(effects: pd.DataFrame, metrics=None, axes=None):
     "Each filter's difference from no filtering: 95% interval, each seed, their range."
     import matplotlib.pyplot as plt  # on use, as every irbook plot
@@ -387,3 +463,29 @@ def plot_effects(effects: pd.DataFrame, metrics=None, axes=None):
         ax.set_title(m, fontsize=9)
     np.atleast_1d(axes)[0].legend(fontsize=7, loc="lower left")
     return axes
+
+# %% ../nbs/35_training_filters.ipynb #938c804e27f84196a10c8828c723f798
+def unfiltered_scores(spec: dict, questions: list, chunks: dict, root=None):
+    "Held-out scores, log and pairs of the unfiltered model `spec` describes."
+    held_out = tuple(spec["held_out"])
+    train_chunks = {c: x for c, x in chunks.items() if x.chapter not in held_out}
+    pool, _ = training_queries(train_chunks, n=spec["pool"])
+    train_q, val_q = validation_split(pool, spec["val_share"], seed=0)
+    keep = pd.DataFrame({"none": True}, index=[q.qid for q in train_q])
+    pairs = filter_pairs_by(keep, train_q, chunks)["none"]
+    settings = FinetuneSettings(**{**spec["finetune"], "held_out": held_out})
+    seed = spec["seed"]
+    scores, log = filter_scores(
+        {"none": pairs},
+        questions,
+        chunks,
+        settings,
+        (seed,),
+        spec["eval_seq"],
+        progress=False,
+        val_queries=val_q,
+        max_epochs=spec["max_epochs"],
+        patience=spec["patience"],
+        root=root,
+    )
+    return scores["none", seed], log.loc[("none", seed)].to_dict(), pairs

@@ -1,7 +1,11 @@
 """irbook.training_filters: each filter's verdict on a made-up chapter, pairs per
 kept query, the filter-vs-none statistics on made-up scores, the validation split, a
-bench record read back, the LLM pool against the fake server, and (slow) a model
-trained on given pairs and cached by them, and one stopped early on validation."""
+bench record read back (its sweep too), the epoch chain, the re-run configuration
+built from its description, the LLM pool against the fake server, and (slow) a model
+trained on given pairs and cached by them, one stopped early on validation, and the
+epoch curve."""
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,11 +20,15 @@ from irbook.synthetic_eval import SynthQuery
 from irbook.training_filters import (
     TRAIN_FILTERS,
     early_stopped_model,
+    epoch_curve,
+    epoch_models,
     filter_effects,
     filter_pairs_by,
     filter_table,
     record_scores,
+    sweep_curve,
     training_queries,
+    unfiltered_scores,
     validation_split,
 )
 
@@ -276,3 +284,95 @@ def test_early_stopping_keeps_the_best_epoch(tmp_path, monkeypatch):
         s, pairs, val, CHUNKS, max_epochs=3, patience=1, root=tmp_path / "m"
     )
     assert again == folder and curve2.equals(curve)  # every epoch cached
+    # the epoch curve trains on regardless: the same chain, its validation scores
+    import irbook.training_filters as tf
+
+    monkeypatch.setattr(tf, "held_out_scores", lambda f, *a, **k: f.name)
+    scores, val = epoch_curve(s, pairs, [], CHUNKS, val, 2, root=tmp_path / "m")
+    assert list(scores) == [1, 2] and list(val.index) == [1, 2]
+    np.testing.assert_allclose(val.to_numpy(), score.loc[1:2].to_numpy())
+    if kept <= 2:  # the kept epoch's model is the curve's model of that epoch
+        assert scores[kept] == folder.name
+
+
+def test_epoch_models_chain_and_stop_when_asked(monkeypatch):
+    from irbook.finetune import FinetuneSettings
+
+    calls = []
+
+    def fake(s, root=None, pairs=None, progress=False):
+        calls.append((s.base, s.seed, root))
+        return Path(root or "/cache") / f"m{len(calls)}"
+
+    monkeypatch.setattr("irbook.training_filters.finetuned_model", fake)
+    pairs = pd.DataFrame({"anchor": ["a"], "positive": ["b"]})
+    s = FinetuneSettings(seed=3)
+    chain = epoch_models(s, pairs, 3, root="/r")
+    first = next(chain)
+    assert first[0] == 1 and len(calls) == 1  # lazy: nothing trained past what is read
+    rest = list(chain)
+    assert [e for e, _ in [first, *rest]] == [1, 2, 3]
+    # each epoch starts from the one before, its pairs shuffled by another seed
+    assert [c[1] for c in calls] == [3, 1003, 2003]
+    assert calls[0][0] == s.base and calls[1][0] == str(first[1])
+    assert calls[2][0] == str(rest[0][1])
+    assert len({c[2] for c in calls}) == 3  # one folder per epoch's settings
+
+
+def test_sweep_curve_reads_every_epoch_with_base_as_epoch_0():
+    base = {"m": {"q1": 0.5, "q2": 1.0}}
+    record = {
+        "settings": {"filters": ["none"], "seeds": [0], "metrics": ["m"]},
+        "jobs": [{"validation MRR@10 by epoch": [0.4, 0.6]}],
+        "scores": {"base": base, "none|0": base},
+        "sweep": {
+            "epochs": 2,
+            "lrs": {
+                "5e-05": {
+                    "validation MRR@10": [0.6, 0.7],
+                    "scores": {
+                        "1": {"m": {"q1": 0.0, "q2": 1.0}},
+                        "2": {"m": {"q1": 1.0, "q2": 1.0}},
+                    },
+                }
+            },
+        },
+    }
+    t = sweep_curve(record)
+    assert list(t.index) == [(5e-05, 0), (5e-05, 1), (5e-05, 2)]
+    assert t["m"].tolist() == [0.75, 0.5, 1.0]
+    assert t["validation MRR@10"].tolist() == [0.4, 0.6, 0.7]
+
+
+def test_unfiltered_scores_builds_the_described_configuration(monkeypatch):
+    from irbook.chunking import chunk_book
+
+    chunks = chunk_book("group", chapters=[1], n=3)
+    seen = {}
+
+    def fake(pairs, questions, chunks, settings, seeds, eval_seq, **kw):
+        seen.update(pairs=pairs["none"], settings=settings, seeds=seeds, **kw)
+        idx = pd.MultiIndex.from_tuples([("none", seeds[0])])
+        log = pd.DataFrame({"epoch kept": [1]}, index=idx)
+        return {("none", seeds[0]): pd.DataFrame({"m": [1.0]})}, log
+
+    monkeypatch.setattr("irbook.training_filters.filter_scores", fake)
+    spec = {
+        "pool": 30,
+        "val_share": 0.2,
+        "held_out": [9],
+        "finetune": {"batch_size": 4, "lr": 1e-4, "held_out": [9]},
+        "seed": 2,
+        "eval_seq": 32,
+        "max_epochs": 3,
+        "patience": 1,
+    }
+    sc, log, pairs = unfiltered_scores(spec, [], chunks)
+    pool, _ = training_queries(chunks, n=30)
+    train, val = validation_split(pool, 0.2, seed=0)
+    assert set(pairs.qid) == {q.qid for q in train}  # every training query, no filter
+    assert not set(pairs.qid) & {q.qid for q in seen["val_queries"]}
+    assert [q.qid for q in seen["val_queries"]] == [q.qid for q in val]
+    assert seen["settings"].batch_size == 4 and seen["settings"].held_out == (9,)
+    assert seen["seeds"] == (2,) and seen["max_epochs"] == 3
+    assert log["epoch kept"] == 1 and sc.m.tolist() == [1.0]
