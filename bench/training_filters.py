@@ -18,6 +18,13 @@ published bge-small-en-v1.5 figures (`irbook.compare.vs_published`).
     IRBOOK_DATA=/path/to/data nice python bench/training_filters.py \
         [--record bench/results/training_filters.json] [--reduced | --smoke]
 
+Beside the experiment, the record carries a sweep (the unfiltered seed-0 model
+trained on regardless for six epochs at the study's learning rate and at four times it,
+every epoch scored on the held-out questions: does training move the model at all?) and
+one small configuration, described in full, that chapter 35 re-runs and checks against
+the record. The full run took an hour here with two cores to itself (some epochs were
+already cached).
+
 `--reduced` runs a smaller configuration (a sample of 160 queries, shorter training
 texts, smaller batches): 15 minutes here with one torch thread on two cores shared with
 other work. On a busy machine use `--threads 1`: two threads competing for busy cores
