@@ -170,6 +170,18 @@ def with_verdicts(t: pd.DataFrame) -> list:
     return out
 
 
+def cached_loss_settings(c: dict, lr: float) -> FinetuneSettings:
+    "Fine-tuning settings (CachedMNRL) with `c`'s batch, mini-batch and text length."
+    return FinetuneSettings(
+        held_out=HELD_OUT,
+        loss="cached",
+        batch_size=c["batch_size"],
+        mini_batch=c["mini_batch"],
+        max_seq_length=c["max_seq_length"],
+        lr=lr,
+    )
+
+
 def run(cfg: dict, models: Path, log=print, partial=None) -> dict:
     "The whole experiment for settings `cfg`; the record as a dict."
     t_all = time.perf_counter()
@@ -194,14 +206,7 @@ def run(cfg: dict, models: Path, log=print, partial=None) -> dict:
         + ", ".join(f"{f} {len(p)} pairs" for f, p in pairs.items())
     )
 
-    settings = FinetuneSettings(
-        held_out=HELD_OUT,
-        loss="cached",
-        batch_size=cfg["batch_size"],
-        mini_batch=cfg["mini_batch"],
-        max_seq_length=cfg["max_seq_length"],
-        lr=cfg["lr"],
-    )
+    settings = cached_loss_settings(cfg, cfg["lr"])
     held = {c: x for c, x in chunks.items() if x.chapter in set(cfg["eval_chapters"])}
     t0 = time.perf_counter()
     base_run = cached_run(
@@ -336,14 +341,7 @@ def sweep(cfg, settings, pairs, test_qs, chunks, val_q, models) -> dict:
 def live_configuration(cfg, test_qs, chunks, models) -> dict:
     "The small configuration chapter 35 re-runs: its description, scores and log."
     live = cfg["live"]
-    settings = FinetuneSettings(
-        held_out=HELD_OUT,
-        loss="cached",
-        batch_size=live["batch_size"],
-        mini_batch=live["mini_batch"],
-        max_seq_length=live["max_seq_length"],
-        lr=cfg["lr"],
-    )
+    settings = cached_loss_settings(live, cfg["lr"])
     spec = {
         "pool": live["pool"],
         "val_share": live["val_share"],
