@@ -45,7 +45,7 @@ book: install
 	TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
 	@echo "site: $(SITE)/index.html"
 
-# one chapter as its own small site, for checking a page while writing it: make page NB=12_full_text_search
+# one chapter as its own small site, for checking a page while writing it: make page NB=13_full_text_search (or NB=api/metrics_io)
 PAGE := $(or $(TMPDIR),/tmp)/irbook-page/$(NB)
 page: install
 	@test -n "$(NB)" -a -f "nbs/$(NB).ipynb" || { echo "usage: make page NB=<notebook stem in nbs/>"; exit 2; }

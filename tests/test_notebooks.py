@@ -13,21 +13,24 @@ from nbdev.config import get_config
 from nbdev.test import test_nb as run_notebook  # renamed so pytest does not collect it
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
+# the chapters and the api/ reference notebooks
+NOTEBOOKS = sorted(
+    p for p in (ROOT / "nbs").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+)
 # Chapters that encode, train or score dozens of runs even with their `#| slow` cells
 # skipped. `make test-slow` runs them here; `make book` executes every cell of every
 # chapter anyway.
 HEAVY = {
-    "14_colbert_search",
-    "15_fusion_and_rerank",
-    "20_jqara",
-    "21_japanese_search",
-    "31_label_noise",  # encodes every chunk of the book with MiniLM on a cold cache
+    "15_colbert_search",
+    "16_fusion_and_rerank",
+    "18_jqara",
+    "19_japanese_search",
+    "21_label_noise",  # encodes every chunk of the book with MiniLM on a cold cache
     # the same: mines negatives from MiniLM embeddings of every chunk
-    "32_hard_negatives",
-    "33_finetuning",
-    "34_synthetic_vs_human",  # indexes every chunk with ColBERT on a cold cache
-    "35_training_filters",  # fine-tunes MiniLM
+    "22_hard_negatives",
+    "23_finetuning",
+    "24_synthetic_vs_human",  # indexes every chunk with ColBERT on a cold cache
+    "25_training_filters",  # fine-tunes MiniLM
 }
 
 

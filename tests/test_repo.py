@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "nbs").glob("*.ipynb"))
+NOTEBOOKS = sorted(
+    p for p in (ROOT / "nbs").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+)
 
 
 def test_notebooks_are_committed_without_outputs():
@@ -42,7 +44,9 @@ def test_nbdev_tags_are_mirrored_for_jupyter_book():
 
 def test_toc_lists_every_notebook():
     toc = (ROOT / "book" / "_toc.yml").read_text()
-    missing = [nb.stem for nb in NOTEBOOKS if f"nbs/{nb.stem}" not in toc]
+    missing = [
+        nb for nb in NOTEBOOKS if f"{nb.relative_to(ROOT).with_suffix('')}" not in toc
+    ]
     assert not missing, f"notebooks not in book/_toc.yml: {missing}"
 
 

@@ -8,6 +8,8 @@
   not lesson code: they are stripped from every rendered code cell.
 - A cell that only calls `show_doc(...)` shows its output (the API reference), not its
   input.
+- `#| fig-alt: text` (Quarto's cell option) gives the alt text of the figure the cell
+  draws; a cell drawing several figures has one line for each, in order.
 - static/irbook.css sizes code so that 88 columns fit the article at the default page
   width.
 """
@@ -20,6 +22,12 @@ from docutils.transforms import Transform
 
 DIRECTIVE = re.compile(r"^\s*#\s?\|")
 SHOW_DOC = re.compile(r"^show_doc\(.*\)\s*$")
+FIG_ALT = re.compile(r"^\s*#\s?\|\s*fig-alt:\s*(.+?)\s*$")
+
+
+def fig_alts(code: str) -> list[str]:
+    "The `#| fig-alt:` texts of a cell's source, in order."
+    return [m.group(1) for ln in code.splitlines() if (m := FIG_ALT.match(ln))]
 
 
 def strip_directives(code: str) -> str:
@@ -55,12 +63,22 @@ class CleanCellSources(Transform):
             if box.get("nb_element") != "cell_code_source":
                 continue
             for block in list(box.findall(nodes.literal_block)):
+                _set_alts(box.parent, fig_alts(block.astext()))
                 code = strip_directives(block.astext())
                 if not code.strip() or only_show_doc(code):
                     box.parent.remove(box)
                     break
                 new = nodes.literal_block(code, code, **block.attributes)
                 block.replace_self(new)
+
+
+def _set_alts(cell, alts):
+    "Give the images of `cell`'s outputs the alt texts `alts`, in order."
+    if not alts:
+        return
+    images = list(cell.findall(nodes.image))
+    for image, alt in zip(images, alts):
+        image["alt"] = alt
 
 
 def _add_static(app):
