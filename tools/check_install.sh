@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `pip install irbook` as a library user does it: build the wheel, install it into a fresh venv with only its
+# declared dependencies (no requirements.txt, no course), run `irbook eval` on small files (scores, a
+# comparison, --power, --format md), import every evaluator module; then add the [dask] extra and run
+# `--engine dask`. Exits non-zero on the first failure. Usage: tools/check_install.sh [python]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${1:-python3.11}
+work=$(mktemp -d "${TMPDIR:-/tmp}/irbook-install-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$PY" -m venv "$work/venv"
+pip="$work/venv/bin/pip"
+"$pip" install -q --upgrade pip wheel
+# built from a copy of the tracked files, so the checkout gets no build/ folder
+mkdir "$work/src" && git ls-files -z | xargs -0 cp --parents -t "$work/src"
+"$pip" wheel -q --no-deps -w "$work/dist" "$work/src"
+"$pip" install -q "$work"/dist/irbook-*.whl
+cd "$work"
+printf 'q1 0 d1 1\nq1 0 d4 1\nq2 0 d2 2\nq2 0 d7 1\nq3 0 d5 1\n' > qrels.trec
+printf 'q1 Q0 d1 1 9.1 a\nq1 Q0 d2 2 7.3 a\nq1 Q0 d4 3 6.0 a\nq2 Q0 d7 1 8.2 a\nq2 Q0 d2 2 8.0 a\nq3 Q0 d5 1 5.1 a\n' > a.trec
+printf 'q1 Q0 d4 1 0.9 b\nq1 Q0 d1 2 0.8 b\nq2 Q0 d2 1 0.8 b\nq3 Q0 d9 1 0.7 b\nq3 Q0 d5 2 0.6 b\n' > b.trec
+irbook="$work/venv/bin/irbook"
+echo "check_install: irbook eval (scores)"; "$irbook" eval qrels.trec a.trec -m ndcg@10 mrr@10
+echo "check_install: irbook eval (comparison, --power, md)"
+"$irbook" eval qrels.trec a.trec b.trec -m ndcg@10 P_5 recip_rank --test fisher --power --format md
+echo "check_install: import every evaluator module"
+"$work/venv/bin/python" - <<'PY'
+import importlib, sys
+mods = ["irbook", "irbook.core", "irbook.data", "irbook.metrics", "irbook.metrics.io",
+        "irbook.metrics.stream", "irbook.unjudged", "irbook.stats", "irbook.power",
+        "irbook.compare", "irbook.cli", "irbook.figures"]
+for m in mods:
+    importlib.import_module(m)
+heavy = sorted({"torch", "sentence_transformers", "transformers", "datasets", "pylate"} & set(sys.modules))
+assert not heavy, f"the evaluator imported course dependencies: {heavy}"
+print("imported", len(mods), "modules; no course dependency loaded")
+PY
+echo "check_install: [dask] extra and --engine dask"
+"$pip" install -q "$(ls "$work"/dist/irbook-*.whl)[dask]"
+"$irbook" eval qrels.trec a.trec b.trec -m ndcg@10 --engine dask
+echo "check_install: OK"
