@@ -8,6 +8,7 @@
   not lesson code: they are stripped from every rendered code cell.
 - A cell that only calls `show_doc(...)` shows its output (the API reference), not its
   input.
+- The names a `show_doc` cell documents go into the site's index (genindex.html).
 - `#| fig-alt: text` (Quarto's cell option) gives the alt text of the figure the cell
   draws; a cell drawing several figures has one line for each, in order.
 - static/irbook.css sizes code so that 88 columns fit the article at the default page
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.transforms import Transform
+from sphinx import addnodes
 
 DIRECTIVE = re.compile(r"^\s*#\s?\|")
 SHOW_DOC = re.compile(r"^show_doc\(.*\)\s*$")
@@ -66,10 +68,27 @@ class CleanCellSources(Transform):
                 _set_alts(box.parent, fig_alts(block.astext()))
                 code = strip_directives(block.astext())
                 if not code.strip() or only_show_doc(code):
+                    if code.strip():
+                        _index_show_doc(self.document, box.parent)
                     box.parent.remove(box)
                     break
                 new = nodes.literal_block(code, code, **block.attributes)
                 block.replace_self(new)
+
+
+def _index_show_doc(document, cell):
+    "Put the names a show_doc cell documents into the site's index (genindex.html)."
+    for heading in list(cell.findall(nodes.rubric)) + list(cell.findall(nodes.title)):
+        name = heading.astext().strip()
+        if not name or " " in name:
+            continue
+        target_id = "api-" + nodes.make_id(name)
+        if target_id in document.ids:
+            continue
+        target = nodes.target("", "", ids=[target_id])
+        document.note_explicit_target(target)
+        entry = addnodes.index(entries=[("single", name, target_id, "", None)])
+        heading.parent.insert(heading.parent.index(heading), [entry, target])
 
 
 def _set_alts(cell, alts):
