@@ -271,7 +271,7 @@ def group_recall(
         out[q] = sum(hit) / len(hit) if hit else float("nan")
     return pd.Series(out, name="group_recall", dtype=float).rename_axis("qid")
 
-# %% ../nbs/api/spans.ipynb #ec564ded
+# %% ../nbs/api/spans.ipynb #c13c96c7
 def _jsonl(path, what: str):
     "The objects of a JSON Lines file, with the line number of each."
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
