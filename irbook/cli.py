@@ -98,9 +98,13 @@ def score_runs(
     "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
     qd, out = None, {}
-    # a bar on stderr, when a person watches (a terminal) and there is more than one run
+    # a bar on stderr, when a person watches (a terminal) and there is more than one
+    # run; tqdm's own switch, TQDM_DISABLE, turns it off (the book's build sets it)
     quiet = progress is False or (
-        progress is None and (len(paths) < 2 or not sys.stderr.isatty())
+        progress is None
+        and (
+            len(paths) < 2 or not sys.stderr.isatty() or bool(os.getenv("TQDM_DISABLE"))
+        )
     )
     for p in tqdm(paths, desc="evaluating", unit="run", disable=quiet, file=sys.stderr):
         name = run_name(p)

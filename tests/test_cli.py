@@ -407,3 +407,33 @@ def test_table_of_several_runs_shows_the_comparison(files, capsys):
         "significant"
     ]
     assert all(name in out for name in RUNS)
+
+
+def test_progress_bar_follows_the_terminal_and_tqdm_disable(tmp_path, monkeypatch):
+    # a bar when stderr is a terminal and there are several runs; TQDM_DISABLE (the
+    # book's build sets it) turns it off, as it does for tqdm everywhere
+    import io
+
+    from irbook.cli import score_runs
+
+    (tmp_path / "q").write_text("q1 0 d1 1\n")
+    for name in ("a", "b"):
+        (tmp_path / name).write_text(f"q1 Q0 d1 1 1.0 {name}\n")
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    def bar(env):
+        err = Tty()
+        monkeypatch.setattr("sys.stderr", err)
+        if env:
+            monkeypatch.setenv("TQDM_DISABLE", "1")
+        else:
+            monkeypatch.delenv("TQDM_DISABLE", raising=False)
+        runs = [str(tmp_path / "a"), str(tmp_path / "b")]
+        score_runs({"q1": {"d1": 1}}, runs, ["mrr"])
+        return "evaluating" in err.getvalue()
+
+    assert bar(env=False)
+    assert not bar(env=True)
