@@ -1,6 +1,6 @@
 """The published examples shown in chapters 2-4 (`RANX_EXAMPLES`, transcribed once in
 the reference page api/metrics_registry): every example of kun432's walkthrough
-(https://zenn.dev/kun432/scraps/1356729a3608d6) and the Usage example of ranx's
+(https://zenn.dev/kun432/scraps/0f1577a6988558) and the Usage example of ranx's
 documentation. irbook gives every value the pages print, and so does ranx, which checks
 that the examples were copied right."""
 

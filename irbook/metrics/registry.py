@@ -273,7 +273,7 @@ def evaluate(
 # Published examples: each qrels and run, and the values the page prints for them
 # (ranx's default evaluation). kun432's walkthrough prints ranx.compare reports rounded
 # to 3 decimals; ranx's documentation prints 4 (cut, not rounded). `digits` is that.
-WALKTHROUGH = "https://zenn.dev/kun432/scraps/1356729a3608d6"
+WALKTHROUGH = "https://zenn.dev/kun432/scraps/0f1577a6988558"
 RANX_EXAMPLES = {
     "walkthrough: hits 1": dict(
         source=WALKTHROUGH,
