@@ -299,8 +299,10 @@ def test_dask_gives_the_same_per_query_values(case, tmp_path_factory):
 def test_a_measure_named_twice_is_listed_once(tmp_path):
     "The issue's case: `-m map map P_10` and `-m official map` give trec_eval's map."
     (tmp_path / "q").write_text("q1 0 d1 1\nq1 0 d3 1\nq2 0 d2 1\nq2 0 d5 1\n")
-    run = [f"{q} Q0 {d} {i + 1} {3 - i} r\n" for q in ("q1", "q2")
-           for i, d in enumerate(["d1", "d2", "d3" if q == "q1" else "d5"])]  # fmt: skip
+    docs = {"q1": ["d1", "d2", "d3"], "q2": ["d1", "d2", "d5"]}  # AP 5/6 and 7/12
+    run = [
+        f"{q} Q0 {d} {i + 1} {3 - i} r\n" for q in docs for i, d in enumerate(docs[q])
+    ]
     (tmp_path / "r").write_text("".join(run))
     for ms in (["map", "map", "P_10"], ["official", "map"], ["P_10", "precision@10"]):
         outs = {cli(tmp_path / "q", tmp_path / "r", "-q", "--format", "json",

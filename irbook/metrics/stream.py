@@ -162,7 +162,7 @@ def _empty_run() -> Columns:
 
 # %% ../../nbs/api/metrics_stream.ipynb #bfc50147
 def _measures(names: list) -> dict:
-    "{name: the first of `names` for the same measure}: 'P_10' and 'precision@10' are one."
+    "{name: the first name given for its measure} ('P_10' and 'precision@10': one)."
     first = {}
     return {m: first.setdefault(parse_metric(m), m) for m in names}
 
