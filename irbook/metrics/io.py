@@ -45,9 +45,9 @@ def _read_bytes(path, progress: bool | None = None) -> bytes:
         try:
             while chunk := f.read(-1 if bar.disable else _CHUNK):
                 parts.append(chunk)
-                bar.update(raw.tell() - bar.n)  # compressed bytes: the file's size
-                if bar.disable:
+                if bar.disable:  # one read, the whole file; a pipe cannot tell()
                     break
+                bar.update(raw.tell() - bar.n)  # compressed bytes: the file's size
         except (gzip.BadGzipFile, EOFError, zlib.error) as e:
             raise ValueError(f"{path}: not a gzip file, or cut short ({e})") from None
         finally:

@@ -72,21 +72,22 @@ class NotGrouped(Exception):
     "The run is not written query by query: a query's lines are in two places."
 
 
-def _grouped(path, size: int, score, seen: dict, keys=None):
+def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
     "Score `path` by batches (only those in `keys` if given); NotGrouped if unsorted."
+    name = path if name is None else name  # the file named in messages (a pipe's copy)
     for i, (text, _) in enumerate(query_blocks(path, size, lines=False)):
         if keys is not None and i not in keys:
             continue
         try:  # line numbers are counted only for an error's message
-            rc = parse_block(text, path, "run", 1)
+            rc = parse_block(text, name, "run", 1)
         except ValueError:
             lines = (x for j, (_, x) in enumerate(query_blocks(path, size)) if j == i)
             first = next(lines)
-            rc = parse_block(text, path, "run", first)  # raises, naming the line
+            rc = parse_block(text, name, "run", first)  # raises, naming the line
         if rc is None:
             continue
         if keys is None and any(q in seen for q in rc.qids):
-            raise NotGrouped(path)
+            raise NotGrouped(name)
         seen.update(dict.fromkeys(rc.qids))
         score(i, rc)
 
@@ -114,14 +115,15 @@ def _write_block(c: Columns, nb: int, folder: Path, writers: dict):
         writers[b].write_table(t.take(order[cuts[b] : cuts[b + 1]]))
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
-def spill(path, size: int, folder: Path, seen: dict) -> list:
+def spill(path, size: int, folder: Path, seen: dict, name=None) -> list:
     "Spread the lines of `path` over files of whole queries, about `size` bytes each."
+    name = path if name is None else name  # the file named in messages (a pipe's copy)
     n = path.stat().st_size * (8 if path.suffix == ".gz" else 1)
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
     writers, line = {}, 1
     try:
         for text in read_blocks(path, size):
-            c = parse_block(text, path, "run", line)  # every line checked, in order
+            c = parse_block(text, name, "run", line)  # every line checked, in order
             line += text.count(b"\n")
             if c is not None:
                 seen.update(dict.fromkeys(c.qids))
@@ -159,11 +161,18 @@ def _empty_run() -> Columns:
     return Columns("run", e, np.zeros(0, str), e, None, np.zeros(0))
 
 # %% ../../nbs/api/metrics_stream.ipynb #bfc50147
+def _measures(names: list) -> dict:
+    "{name: the first name given for its measure} ('P_10' and 'precision@10': one)."
+    first = {}
+    return {m: first.setdefault(parse_metric(m), m) for m in names}
+
+
 class _Scorer:
     "Scores batches of whole queries; keeps only their per-query values."
 
     def __init__(self, qc: Columns, names: list, c, make_comparable: bool):
         self.qc, self.names, self.c, self.mc = qc, names, c, make_comparable
+        self.once = _measures(names)  # each measure scored once, under its first name
         n = np.bincount(qc.qcode, minlength=len(qc.qids))
         self.judged = dict(zip(qc.qids, n.tolist()))
         self.depth, self.width = 0, max(self.judged.values())  # widths so far
@@ -174,7 +183,8 @@ class _Scorer:
         "(query ids, {metric: values}, results) of a batch, at the run's widths."
         kw = dict(convention=self.c, widths=(depth, width))
         r = to_ranked(qs, rc, self.mc, **kw)
-        return r.query_ids, score_ranked(r, self.names), r.n_retrieved
+        v = score_ranked(r, list(dict.fromkeys(self.once.values())))
+        return r.query_ids, {m: v[f] for m, f in self.once.items()}, r.n_retrieved
 
     def __call__(self, key, rc: Columns):
         "Score the queries of `rc` the qrels hold (`key` names the batch)."
@@ -222,7 +232,7 @@ def evaluate_file(
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
     if not len(qc):
         raise ValueError("qrels is empty: there is nothing to evaluate against")
-    names = expand_metrics(metrics)
+    names = list(dict.fromkeys(expand_metrics(metrics)))  # a name given twice: once
     if not names:
         raise ValueError("no metric given")
     for m in names:
@@ -238,16 +248,28 @@ def evaluate_file(
     return out[names[0]] if isinstance(metrics, str) and len(names) == 1 else out
 
 # %% ../../nbs/api/metrics_stream.ipynb #753d8b64
+def _readable(path: Path, folder: Path, size: int) -> Path:
+    "`path` if it can be read again, else (a pipe) a copy of its text in `folder`."
+    if path.is_file():  # a regular file (or /dev/stdin redirected from one)
+        return path
+    copy = folder / "run"  # a pipe gives its text once: it is read once, in blocks
+    with open(copy, "wb") as f:
+        for text in read_blocks(path, max(size, 2**20)):  # gunzipped, errors named
+            f.write(text)
+    return copy
+
+
 def _score_file(qc, path, names, c, make_comparable, memory, folder) -> tuple:
     "({metric: per-query values}, the queries scored) of the run file `path`."
     size, folder = block_size(memory), Path(folder)
+    src = _readable(path, folder, size)  # read as often as needed: never a pipe
     score, seen = _Scorer(qc, names, c, make_comparable), {}
     try:  # a run written query by query: one pass
 
         def again(keys):
-            _grouped(path, size, score, {}, set(keys))
+            _grouped(src, size, score, {}, set(keys), path)
 
-        _grouped(path, size, score, seen)
+        _grouped(src, size, score, seen, name=path)
     except NotGrouped:  # any other: its lines grouped by query on disk first
         score, seen = _Scorer(qc, names, c, make_comparable), {}
 
@@ -255,7 +277,7 @@ def _score_file(qc, path, names, c, make_comparable, memory, folder) -> tuple:
             for b in keys:
                 score(b, spilled(path, folder, b))
 
-        again(spill(path, size, folder, seen))
+        again(spill(src, size, folder, seen, path))
     if not seen:
         raise ValueError(f"{path}: the run file holds no results")
     kept = _query_rule(sorted_ids(list(qc.qids)), seen, c, make_comparable)
