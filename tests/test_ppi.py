@@ -1,9 +1,9 @@
 """irbook.ppi: judge-assisted intervals. (a) the reference: equal to ppi-python's
-`ppi_mean_ci` (its `lam=1` is classic PPI, `lam=None` the power-tuned PPI++, `lam=0` the
-classical interval) on the same arrays; (b) simulations where the truth is known: coverage
-within Monte Carlo error of 1 - alpha for a good, a useless and an adversarial judge, width
-below human-only for the good judge and, for PPI++, not above it for the others; (c) the
-paired difference of two systems, likewise."""
+`ppi_mean_ci` (`lam=1` is classic PPI, `lam=None` the power-tuned PPI++, `lam=0` the
+classical interval) on the same arrays; (b) simulations where the truth is known:
+coverage within Monte Carlo error of 1 - alpha for a good, a useless and an adversarial
+judge, width below human-only for the good judge and, for PPI++, not above it for the
+others; (c) the paired difference of two systems, likewise."""
 
 import numpy as np
 import pytest
@@ -39,7 +39,9 @@ def test_equal_to_ppi_python(seed, alpha):
     for method, lam in (("ppi", 1), ("ppi++", None)):
         ref = ppi_mean_ci(y, fl, fu, alpha=alpha, lam=lam)
         got = ppi_interval(y, fl, fu, alpha=alpha, method=method)
-        np.testing.assert_allclose([got.low, got.high], np.ravel(ref), rtol=0, atol=1e-10)
+        np.testing.assert_allclose(
+            [got.low, got.high], np.ravel(ref), rtol=0, atol=1e-10
+        )
     # a fixed lambda, and lambda = 0 = the classical interval
     ref = ppi_mean_ci(y, fl, fu, alpha=alpha, lam=0.3)
     got = ppi_interval(y, fl, fu, alpha=alpha, lam=0.3)
@@ -72,7 +74,9 @@ def test_labeled_mask_and_result():
     assert (b.n, b.N) == (len(y), len(f_all))
     assert b.width == pytest.approx(b.high - b.low)
     assert b.estimate in b
-    assert isinstance(b, PPIInterval) and "ppi++" in repr(b) and "human-judged" in repr(b)
+    assert (
+        isinstance(b, PPIInterval) and "ppi++" in repr(b) and "human-judged" in repr(b)
+    )
     assert list(judge_intervals(y, fl, fu)) == ["human", "ppi", "ppi++"]
     assert 0 <= power_lambda(y, fl, fu) <= 1
 
@@ -114,7 +118,9 @@ def _simulate(kind, seed):
 
 @pytest.fixture(scope="module", params=["good", "useless", "adversarial"])
 def simulation(request):
-    return request.param, *_simulate(request.param, seed=["good", "useless", "adversarial"].index(request.param))
+    return request.param, *_simulate(
+        request.param, seed=["good", "useless", "adversarial"].index(request.param)
+    )
 
 
 def test_coverage(simulation):
@@ -135,7 +141,7 @@ def test_width(simulation):
 
 @pytest.mark.parametrize("kind", ["good", "useless"])
 def test_paired_coverage(kind):
-    "System B = system A minus 0.05 on average, per question noisy: the true difference is 0.05."
+    "B = A - 0.05 + noise per question: the true difference of the means is 0.05."
     rng = np.random.default_rng(7)
     hits = {"human": 0, "ppi": 0, "ppi++": 0}
     width = {k: [] for k in hits}
@@ -144,7 +150,9 @@ def test_paired_coverage(kind):
         yb = ya - 0.05 + rng.normal(0, 0.1, N)  # mean difference exactly 0.05
         fa, fb = _judge(kind, ya, rng), _judge(kind, yb, rng)
         for k in hits:
-            iv = ppi_paired(ya[:n], yb[:n], fa[:n], fb[:n], fa[n:], fb[n:], alpha=ALPHA, method=k)
+            iv = ppi_paired(
+                ya[:n], yb[:n], fa[:n], fb[:n], fa[n:], fb[n:], alpha=ALPHA, method=k
+            )
             hits[k] += 0.05 in iv
             width[k].append(iv.width)
     for k, h in hits.items():
