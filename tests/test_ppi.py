@@ -162,3 +162,15 @@ def test_paired_coverage(kind):
         assert w["ppi++"] < 0.9 * w["human"], w
     else:
         assert w["ppi++"] <= 1.03 * w["human"], w
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_constant_bias_of_the_judge_changes_nothing(seed):
+    "The rectifier removes any constant bias: the same interval with f and f + c."
+    y, fl, fu = _case(seed)
+    for method in ("ppi", "ppi++"):
+        a = ppi_interval(y, fl, fu, method=method)
+        b = ppi_interval(y, fl + 0.3, fu + 0.3, method=method)
+        assert (a.low, a.high, a.lam) == pytest.approx(
+            (b.low, b.high, b.lam), abs=1e-12
+        )
