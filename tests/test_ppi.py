@@ -139,7 +139,7 @@ def test_width(simulation):
         assert width["ppi"] > 1.2 * width["human"], width
 
 
-@pytest.mark.parametrize("kind", ["good", "useless"])
+@pytest.mark.parametrize("kind", ["good", "useless", "adversarial"])
 def test_paired_coverage(kind):
     "B = A - 0.05 + noise per question: the true difference of the means is 0.05."
     rng = np.random.default_rng(7)
