@@ -368,7 +368,10 @@ def plot_summary(
     axes[0][0].invert_yaxis()
     if len(labels) > 1:
         axes[0][-1].legend(  # under the panels: never over a run's interval
-            title="labels", loc="upper right", bbox_to_anchor=(1, -0.18), ncol=2,
+            title="labels",
+            loc="upper right",
+            bbox_to_anchor=(1, -0.18),
+            ncol=2,
             fontsize=9,
         )
     if title:
