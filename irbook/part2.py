@@ -3,9 +3,10 @@
 # %% auto #0
 __all__ = ['FUSIONS', 'CHUNKINGS', 'PART2_METRICS', 'SINGLES', 'code_fingerprint', 'cached_run', 'part2_runs', 'maxp_runs',
            'part2_systems', 'part2_scores', 'chunking_table', 'versus_best_single', 'best_by_tune', 'engine_says',
-           'against_published', 'results_frame', 'results_table', 'plot_results', 'plot_span_recall']
+           'against_published', 'results_frame', 'results_table', 'span_recall_runs', 'rank_chunkings', 'span_table',
+           'plot_results', 'plot_span_recall']
 
-# %% ../nbs/api/part2.ipynb #6096147d
+# %% ../nbs/api/part2.ipynb #0a29c602
 import functools
 import hashlib
 import json
@@ -30,7 +31,7 @@ from irbook.search.fulltext import (
 )
 from .search.fusion import fuse, maxp, rerank, split_tune_report, tune_fusion
 
-# %% ../nbs/api/part2.ipynb #b5b7ddc4
+# %% ../nbs/api/part2.ipynb #f6bee054
 def code_fingerprint() -> str:
     "SHA-256 of the source files that decide a Part II run (cache invalidation)."
     root = Path(irbook.__file__).parent
@@ -49,7 +50,7 @@ def code_fingerprint() -> str:
     )
     return hashlib.sha256("\n".join(code).encode()).hexdigest()
 
-# %% ../nbs/api/part2.ipynb #79b9a27a
+# %% ../nbs/api/part2.ipynb #40a0fd86
 def cached_run(name: str, make, *key, root=None) -> dict:
     "The run `make()` returns, cached on disk under a hash of its inputs and code."
     folder = Path(root) if root else cache_dir() / "runs"
@@ -63,7 +64,7 @@ def cached_run(name: str, make, *key, root=None) -> dict:
     write_json(path, {"name": name, "run": run})
     return run
 
-# %% ../nbs/api/part2.ipynb #40de3c17
+# %% ../nbs/api/part2.ipynb #89030180
 @functools.lru_cache(maxsize=1)
 def _offline_colbert_model(folder: str):
     "The offline ColBERT, loaded once per process and shared by every chunking's index."
@@ -143,7 +144,7 @@ def part2_runs(
     )
     return runs
 
-# %% ../nbs/api/part2.ipynb #1c7e432c
+# %% ../nbs/api/part2.ipynb #41887994
 def maxp_runs(
     chunks: dict, questions: list, colbert: bool = True, depth: int = 100
 ) -> dict:
@@ -158,7 +159,7 @@ def maxp_runs(
         if m in runs
     }
 
-# %% ../nbs/api/part2.ipynb #cbb4c4bc
+# %% ../nbs/api/part2.ipynb #7aacd955
 FUSIONS = {
     "RRF(bm25s, MiniLM)": ("rrf", ["bm25s, stemmed", "MiniLM"]),
     "RRF(bm25s, MiniLM, ColBERT)": ("rrf", ["bm25s, stemmed", "MiniLM", "ColBERT"]),
@@ -216,7 +217,7 @@ def part2_systems(
         )
     return runs, params
 
-# %% ../nbs/api/part2.ipynb #e1e4cb17
+# %% ../nbs/api/part2.ipynb #13b8f240
 CHUNKINGS = {
     "3 paragraphs + header": dict(strategy="group", n=3),
     "paragraphs": dict(strategy="paragraph"),
@@ -259,7 +260,7 @@ def part2_scores(
         ]
     ], params
 
-# %% ../nbs/api/part2.ipynb #1b8b2e39
+# %% ../nbs/api/part2.ipynb #b178dc32
 PART2_METRICS = ("modified_mrr", "modified_recall")
 
 
@@ -283,7 +284,7 @@ def versus_best_single(
     pairs = [(r, best) for r in runs if r not in (best, "ceiling")]
     return compare(table, test="bootstrap", B=B, seed=seed, pairs=pairs)
 
-# %% ../nbs/api/part2.ipynb #76a06dec
+# %% ../nbs/api/part2.ipynb #8309bc02
 SINGLES = (
     "FTS5, question terms",
     "FTS5, author's LLM keywords",
@@ -304,13 +305,13 @@ def best_by_tune(scores: pd.DataFrame, among=None) -> pd.Series:
 
 
 def engine_says(cmp: Comparison, run: str, metric: str = "modified_mrr") -> str:
-    "The engine's sentence on `run` minus its baseline in `cmp`, without the pair's"
+    "The engine's sentence on `run` minus its baseline in `cmp`, without the pair's "
     "names."
     t = cmp.tested.reset_index(drop=True)
     i = t.index[(t.run == run) & (t.metric == metric)][0]
     return cmp.sentences()[i].split(f", {metric}: ", 1)[1]
 
-# %% ../nbs/api/part2.ipynb #17586754
+# %% ../nbs/api/part2.ipynb #1ee3fb6d
 def against_published(
     per_q: pd.DataFrame, published: dict, n_published: int | None = None, **kw
 ) -> tuple:
@@ -325,7 +326,7 @@ def against_published(
         return "met", vs
     return "not separable", vs
 
-# %% ../nbs/api/part2.ipynb #1e88f79f
+# %% ../nbs/api/part2.ipynb #c1b3587d
 _SHORT = {"modified_mrr": "mrr", "modified_recall": "recall"}
 
 
@@ -340,9 +341,7 @@ def results_frame(comparisons: dict) -> pd.DataFrame:
                 {f"{m} mean": r.mean, f"{m} low": r.mean_low, f"{m} high": r.mean_high}
             )
             if isinstance(r.baseline, str):
-                row.update(
-                    {f"{m} diff": r.diff, f"{m} p": r.p, f"{m} p_holm": r.p_holm}
-                )
+                row.update({f"{m} diff": r.diff, f"{m} p": r.p, f"{m} p_holm": r.p_holm})
         return pd.DataFrame(rows).T
 
     frames = {c: wide(cmp) for c, cmp in comparisons.items()}
@@ -389,9 +388,53 @@ def results_table(
     table = table.loc[[c for c in order if c in table.index.get_level_values(0)]]
     return table.rename_axis(["chunking", "system"])
 
-# %% ../nbs/api/part2.ipynb #bf1755ce
+# %% ../nbs/api/part2.ipynb #0ba15efd
+def span_recall_runs(
+    questions: list, qids, families: dict, budget: int, chunkings: dict = CHUNKINGS
+) -> pd.DataFrame:
+    "Span recall at `budget` tokens per question of `qids`, family and chunking."
+    from irbook.spans import benchmark_spans, chunk_layout, span_scores
+
+    judged = {q: g for q, g in benchmark_spans(questions).items() if q in set(qids)}
+    rows = []
+    for c, opts in chunkings.items():
+        chunks = chunk_book(**opts)
+        runs, layout = part2_runs(chunks, questions), chunk_layout(chunks)
+        for fam, system in families.items():
+            s = span_scores(judged, runs[system], layout, budget=budget)
+            rows.append(s.assign(family=fam, chunking=c).reset_index())
+    return pd.concat(rows)
+
+
+def rank_chunkings(part: pd.DataFrame) -> Comparison:
+    "Chunkings by mean span recall, best first; every pair tested best minus worse."
+    order = list(part.groupby("chunking").span_recall.mean().sort_values()[::-1].index)
+    table = {
+        c: part[part.chunking == c].set_index("qid")[["span_recall"]] for c in order
+    }
+    pairs = [(a, b) for i, a in enumerate(order) for b in order[i + 1 :]]
+    return compare(table, test="bootstrap", pairs=pairs)
+
+
+def span_table(cmp: Comparison, modified_recall: pd.Series, budget: int) -> pd.DataFrame:
+    "One family: span recall at the budget with its interval, beside Modified "
+    "Recall@10."
+    t = cmp.table.drop_duplicates("run").set_index("run")
+    return pd.DataFrame(
+        {
+            f"span recall, {budget} tokens [95% CI]": [
+                f"{r.mean:.3f} [{r.mean_low:.3f}, {r.mean_high:.3f}]"
+                for r in t.itertuples()
+            ],
+            "mean": t["mean"].values,
+            "Modified Recall@10": modified_recall.reindex(t.index).values,
+        },
+        index=t.index,
+    ).sort_values("mean", ascending=False)
+
+# %% ../nbs/api/part2.ipynb #48bc478a
 def plot_results(results, pick, published, target: float = 0.70):
-    "Every system's MRR@10 with its interval, one colour per chunking; ceilings,"
+    "Every system's MRR@10 with its interval, one colour per chunking; ceilings, "
     "target."
     import matplotlib.pyplot as plt
     import numpy as np
@@ -412,18 +455,12 @@ def plot_results(results, pick, published, target: float = 0.70):
         i = order.index(pick[c])
         ax.scatter(r.loc[pick[c], "mrr mean"], i + off[j], s=110, facecolors="none",
                    edgecolors="black", zorder=4)  # fmt: skip
-        ax.axvline(
-            results.loc[(c, "ceiling"), "mrr mean"], color=colors[j], ls="--", lw=1
-        )
+        ax.axvline(results.loc[(c, "ceiling"), "mrr mean"], color=colors[j], ls="--", lw=1)
         pub = published[published.chunking == c]["MRR@10"]
         if len(pub):
-            ax.scatter(
-                [pub.max()], [len(order) + off[j]], marker="x", color=colors[j], s=60
-            )
+            ax.scatter([pub.max()], [len(order) + off[j]], marker="x", color=colors[j], s=60)
     ax.axvline(target, color="gray", ls=":", lw=1.5)
-    ax.set_yticks(
-        range(len(order) + 1), order + ["author's best published (x)"], fontsize=9
-    )
+    ax.set_yticks(range(len(order) + 1), order + ["author's best published (x)"], fontsize=9)
     ax.set_ylim(-0.7, len(order) + 0.7)
     ax.set_xlabel("Modified MRR@10, report half (95% bootstrap interval)")
     ax.set_xlim(0.2, 0.95)
@@ -434,18 +471,14 @@ def plot_results(results, pick, published, target: float = 0.70):
         Line2D([], [], color="gray", ls=":", lw=1.5),
         Line2D([], [], marker="o", ms=10, mfc="none", mec="black", ls=""),
     ]
-    labels += [
-        "ceiling (chunking's colour)",
-        f"target {target:.2f}",
-        "best on the tuning half",
-    ]
+    labels += ["ceiling (chunking's colour)", f"target {target:.2f}", "best on the tuning half"]
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
 def plot_span_recall(span_cmp: dict, span_tables: dict, families: dict, budget: int):
-    "Per family, span recall at `budget` tokens with intervals beside Modified"
+    "Per family, span recall at `budget` tokens with intervals beside Modified "
     "Recall@10."
     import matplotlib.pyplot as plt
     import numpy as np
