@@ -6,7 +6,7 @@ __all__ = ['FUSIONS', 'CHUNKINGS', 'PART2_METRICS', 'SINGLES', 'code_fingerprint
            'against_published', 'results_frame', 'results_table', 'span_recall_runs', 'rank_chunkings', 'span_table',
            'plot_results', 'plot_span_recall']
 
-# %% ../nbs/api/part2.ipynb #0a29c602
+# %% ../nbs/api/part2.ipynb #4eac26cf
 import functools
 import hashlib
 import json
@@ -31,7 +31,7 @@ from irbook.search.fulltext import (
 )
 from .search.fusion import fuse, maxp, rerank, split_tune_report, tune_fusion
 
-# %% ../nbs/api/part2.ipynb #f6bee054
+# %% ../nbs/api/part2.ipynb #b94c34d4
 def code_fingerprint() -> str:
     "SHA-256 of the source files that decide a Part II run (cache invalidation)."
     root = Path(irbook.__file__).parent
@@ -50,7 +50,7 @@ def code_fingerprint() -> str:
     )
     return hashlib.sha256("\n".join(code).encode()).hexdigest()
 
-# %% ../nbs/api/part2.ipynb #40a0fd86
+# %% ../nbs/api/part2.ipynb #ed85f474
 def cached_run(name: str, make, *key, root=None) -> dict:
     "The run `make()` returns, cached on disk under a hash of its inputs and code."
     folder = Path(root) if root else cache_dir() / "runs"
@@ -64,7 +64,7 @@ def cached_run(name: str, make, *key, root=None) -> dict:
     write_json(path, {"name": name, "run": run})
     return run
 
-# %% ../nbs/api/part2.ipynb #89030180
+# %% ../nbs/api/part2.ipynb #3e3fe8cf
 @functools.lru_cache(maxsize=1)
 def _offline_colbert_model(folder: str):
     "The offline ColBERT, loaded once per process and shared by every chunking's index."
@@ -144,7 +144,7 @@ def part2_runs(
     )
     return runs
 
-# %% ../nbs/api/part2.ipynb #41887994
+# %% ../nbs/api/part2.ipynb #98e81595
 def maxp_runs(
     chunks: dict, questions: list, colbert: bool = True, depth: int = 100
 ) -> dict:
@@ -159,7 +159,7 @@ def maxp_runs(
         if m in runs
     }
 
-# %% ../nbs/api/part2.ipynb #7aacd955
+# %% ../nbs/api/part2.ipynb #67b463d8
 FUSIONS = {
     "RRF(bm25s, MiniLM)": ("rrf", ["bm25s, stemmed", "MiniLM"]),
     "RRF(bm25s, MiniLM, ColBERT)": ("rrf", ["bm25s, stemmed", "MiniLM", "ColBERT"]),
@@ -217,7 +217,7 @@ def part2_systems(
         )
     return runs, params
 
-# %% ../nbs/api/part2.ipynb #13b8f240
+# %% ../nbs/api/part2.ipynb #6f4b53a3
 CHUNKINGS = {
     "3 paragraphs + header": dict(strategy="group", n=3),
     "paragraphs": dict(strategy="paragraph"),
@@ -260,7 +260,7 @@ def part2_scores(
         ]
     ], params
 
-# %% ../nbs/api/part2.ipynb #b178dc32
+# %% ../nbs/api/part2.ipynb #c42193d2
 PART2_METRICS = ("modified_mrr", "modified_recall")
 
 
@@ -284,7 +284,7 @@ def versus_best_single(
     pairs = [(r, best) for r in runs if r not in (best, "ceiling")]
     return compare(table, test="bootstrap", B=B, seed=seed, pairs=pairs)
 
-# %% ../nbs/api/part2.ipynb #8309bc02
+# %% ../nbs/api/part2.ipynb #d84bc3e4
 SINGLES = (
     "FTS5, question terms",
     "FTS5, author's LLM keywords",
@@ -311,7 +311,7 @@ def engine_says(cmp: Comparison, run: str, metric: str = "modified_mrr") -> str:
     i = t.index[(t.run == run) & (t.metric == metric)][0]
     return cmp.sentences()[i].split(f", {metric}: ", 1)[1]
 
-# %% ../nbs/api/part2.ipynb #1ee3fb6d
+# %% ../nbs/api/part2.ipynb #2a9bda31
 def against_published(
     per_q: pd.DataFrame, published: dict, n_published: int | None = None, **kw
 ) -> tuple:
@@ -326,7 +326,7 @@ def against_published(
         return "met", vs
     return "not separable", vs
 
-# %% ../nbs/api/part2.ipynb #c1b3587d
+# %% ../nbs/api/part2.ipynb #c094d1f8
 _SHORT = {"modified_mrr": "mrr", "modified_recall": "recall"}
 
 
@@ -388,7 +388,7 @@ def results_table(
     table = table.loc[[c for c in order if c in table.index.get_level_values(0)]]
     return table.rename_axis(["chunking", "system"])
 
-# %% ../nbs/api/part2.ipynb #0ba15efd
+# %% ../nbs/api/part2.ipynb #92867eb6
 def span_recall_runs(
     questions: list, qids, families: dict, budget: int, chunkings: dict = CHUNKINGS
 ) -> pd.DataFrame:
@@ -432,7 +432,7 @@ def span_table(cmp: Comparison, modified_recall: pd.Series, budget: int) -> pd.D
         index=t.index,
     ).sort_values("mean", ascending=False)
 
-# %% ../nbs/api/part2.ipynb #48bc478a
+# %% ../nbs/api/part2.ipynb #9e137966
 def plot_results(results, pick, published, target: float = 0.70):
     "Every system's MRR@10 with its interval, one colour per chunking; ceilings, "
     "target."

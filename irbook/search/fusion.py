@@ -3,14 +3,14 @@
 # %% auto #0
 __all__ = ['RANK_BASED', 'fuse', 'rrf', 'split_tune_report', 'tune_fusion', 'rerank', 'FusedRetriever', 'RerankRetriever', 'maxp']
 
-# %% ../../nbs/api/search_fusion.ipynb #e040f475
+# %% ../../nbs/api/search_fusion.ipynb #dde6404b
 import random
 import warnings
 from collections.abc import Mapping
 
 from ..core import Retriever, check_k, deprecated_names, ranking, top
 
-# %% ../../nbs/api/search_fusion.ipynb #2732eebb
+# %% ../../nbs/api/search_fusion.ipynb #e10d78dd
 RANK_BASED = frozenset(
     {
         "rrf",
@@ -45,14 +45,14 @@ def _check_runs(runs) -> list:
                 )
     return list(runs)
 
-# %% ../../nbs/api/search_fusion.ipynb #7dc1f1cf
+# %% ../../nbs/api/search_fusion.ipynb #e76e54b9
 def _codes(*maps) -> dict:
     "Each doc id of `maps` ({q: {doc: x}}) as a 12-digit code, in first-seen order."
     # ranx compiles its numba code once per doc-id width: one width means one compile
     ids = dict.fromkeys(str(d) for m in maps for docs in m.values() for d in docs)
     return {d: f"{i:012d}" for i, d in enumerate(ids)}
 
-# %% ../../nbs/api/search_fusion.ipynb #58763925
+# %% ../../nbs/api/search_fusion.ipynb #65cf0376
 def _ranx_run(run: dict, qids: list, rank_based: bool, code: dict):
     "A ranx.Run of `run` on `qids`, doc ids coded (rank scores for rank-based methods)."
     from ranx import Run
@@ -66,7 +66,7 @@ def _ranx_run(run: dict, qids: list, rank_based: bool, code: dict):
         {q: {code[str(d)]: float(s) for d, s in run.get(q, {}).items()} for q in qids}
     )
 
-# %% ../../nbs/api/search_fusion.ipynb #05ed2b49
+# %% ../../nbs/api/search_fusion.ipynb #8ef22857
 def fuse(
     runs: list,
     method: str = "rrf",
@@ -113,12 +113,12 @@ def fuse(
         out[q] = top({doc[c]: float(s) * half for c, s in fused.get(q, {}).items()}, k)
     return out
 
-# %% ../../nbs/api/search_fusion.ipynb #3d592e69
+# %% ../../nbs/api/search_fusion.ipynb #a3801a3f
 def rrf(runs: list, k: int | None = 10, rrf_k: int = 60) -> dict:
     "Reciprocal rank fusion: each doc scores the sum of 1 / (rrf_k + rank)."
     return fuse(runs, method="rrf", norm=None, params={"k": rrf_k}, k=k)
 
-# %% ../../nbs/api/search_fusion.ipynb #59bcf3f9
+# %% ../../nbs/api/search_fusion.ipynb #1adf8bc4
 def split_tune_report(qids, seed: int = 0, frac: float = 0.5) -> tuple[list, list]:
     "Seeded split of question ids into (tune, report)."
     ids = sorted(set(qids))
@@ -128,7 +128,7 @@ def split_tune_report(qids, seed: int = 0, frac: float = 0.5) -> tuple[list, lis
     n = round(len(ids) * frac)
     return sorted(ids[:n]), sorted(ids[n:])
 
-# %% ../../nbs/api/search_fusion.ipynb #751d3ef0
+# %% ../../nbs/api/search_fusion.ipynb #7c0540f5
 _WEIGHTED = {"wsum", "wmnz", "w_bordafuse", "w_condorcet", "mixed", "gmnz"}
 
 
@@ -173,7 +173,7 @@ def tune_fusion(
             **kw,
         )
 
-# %% ../../nbs/api/search_fusion.ipynb #9fa2a80c
+# %% ../../nbs/api/search_fusion.ipynb #4c8a3b66
 def rerank(
     retriever, queries: dict, candidates: dict, k: int = 10, depth: int = 100
 ) -> dict:
@@ -190,14 +190,14 @@ def rerank(
         for q in queries
     }
 
-# %% ../../nbs/api/search_fusion.ipynb #4c01938c
+# %% ../../nbs/api/search_fusion.ipynb #c5e8ee71
 def _as_filter(ids: list, rows: dict) -> dict | None:
     "The `{qid: doc ids}` filter for inner retrievers, from the base class's rows."
     if all(r is None for r in rows.values()):
         return None
     return {q: set(ids) if r is None else {ids[i] for i in r} for q, r in rows.items()}
 
-# %% ../../nbs/api/search_fusion.ipynb #5f168986
+# %% ../../nbs/api/search_fusion.ipynb #f204c9d0
 class FusedRetriever(Retriever):
     "Several retrievers as one: each searches to `depth`, `fuse` merges their runs."
 
@@ -227,7 +227,7 @@ class FusedRetriever(Retriever):
         runs = [r.search(live, self.depth, flt) for r in self.retrievers]
         return fuse(runs, self.method, self.norm, self.params, k)
 
-# %% ../../nbs/api/search_fusion.ipynb #0ac84d06
+# %% ../../nbs/api/search_fusion.ipynb #fe880a74
 class RerankRetriever(Retriever):
     "`first`'s top `depth` candidates per query, re-scored by `second`."
 
@@ -247,7 +247,7 @@ class RerankRetriever(Retriever):
         cands = self.first.search(live, self.depth, _as_filter(self.ids, rows))
         return rerank(self.second, live, cands, k, self.depth)
 
-# %% ../../nbs/api/search_fusion.ipynb #21e0a552
+# %% ../../nbs/api/search_fusion.ipynb #7a8f4c94
 def maxp(run: dict, fine: dict, coarse: dict) -> dict:
     "A run over `coarse` chunks from a run over `fine` ones (best fine score wins)."
     owner = {}
@@ -265,7 +265,7 @@ def maxp(run: dict, fine: dict, coarse: dict) -> dict:
                         o[cid] = float(v)
     return out
 
-# %% ../../nbs/api/search_fusion.ipynb #20e1c665
+# %% ../../nbs/api/search_fusion.ipynb #a607ab8d
 # the old names, for one release (the experiment moved to irbook.part2)
 __getattr__ = deprecated_names(
     __name__,
