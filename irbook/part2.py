@@ -305,7 +305,7 @@ def best_by_tune(scores: pd.DataFrame, among=None) -> pd.Series:
 
 
 def engine_says(cmp: Comparison, run: str, metric: str = "modified_mrr") -> str:
-    "The engine's sentence on `run` minus its baseline in `cmp`, without the pair's "
+    "The engine's sentence on `run` minus its baseline in `cmp`, without the pair's"
     "names."
     t = cmp.tested.reset_index(drop=True)
     i = t.index[(t.run == run) & (t.metric == metric)][0]
@@ -341,7 +341,9 @@ def results_frame(comparisons: dict) -> pd.DataFrame:
                 {f"{m} mean": r.mean, f"{m} low": r.mean_low, f"{m} high": r.mean_high}
             )
             if isinstance(r.baseline, str):
-                row.update({f"{m} diff": r.diff, f"{m} p": r.p, f"{m} p_holm": r.p_holm})
+                row.update(
+                    {f"{m} diff": r.diff, f"{m} p": r.p, f"{m} p_holm": r.p_holm}
+                )
         return pd.DataFrame(rows).T
 
     frames = {c: wide(cmp) for c, cmp in comparisons.items()}
@@ -416,8 +418,10 @@ def rank_chunkings(part: pd.DataFrame) -> Comparison:
     return compare(table, test="bootstrap", pairs=pairs)
 
 
-def span_table(cmp: Comparison, modified_recall: pd.Series, budget: int) -> pd.DataFrame:
-    "One family: span recall at the budget with its interval, beside Modified "
+def span_table(
+    cmp: Comparison, modified_recall: pd.Series, budget: int
+) -> pd.DataFrame:
+    "One family: span recall at the budget with its interval, beside Modified"
     "Recall@10."
     t = cmp.table.drop_duplicates("run").set_index("run")
     return pd.DataFrame(
@@ -434,7 +438,7 @@ def span_table(cmp: Comparison, modified_recall: pd.Series, budget: int) -> pd.D
 
 # %% ../nbs/api/part2.ipynb #9e137966
 def plot_results(results, pick, published, target: float = 0.70):
-    "Every system's MRR@10 with its interval, one colour per chunking; ceilings, "
+    "Every system's MRR@10 with its interval, one colour per chunking; ceilings,"
     "target."
     import matplotlib.pyplot as plt
     import numpy as np
@@ -455,12 +459,18 @@ def plot_results(results, pick, published, target: float = 0.70):
         i = order.index(pick[c])
         ax.scatter(r.loc[pick[c], "mrr mean"], i + off[j], s=110, facecolors="none",
                    edgecolors="black", zorder=4)  # fmt: skip
-        ax.axvline(results.loc[(c, "ceiling"), "mrr mean"], color=colors[j], ls="--", lw=1)
+        ax.axvline(
+            results.loc[(c, "ceiling"), "mrr mean"], color=colors[j], ls="--", lw=1
+        )
         pub = published[published.chunking == c]["MRR@10"]
         if len(pub):
-            ax.scatter([pub.max()], [len(order) + off[j]], marker="x", color=colors[j], s=60)
+            ax.scatter(
+                [pub.max()], [len(order) + off[j]], marker="x", color=colors[j], s=60
+            )
     ax.axvline(target, color="gray", ls=":", lw=1.5)
-    ax.set_yticks(range(len(order) + 1), order + ["author's best published (x)"], fontsize=9)
+    ax.set_yticks(
+        range(len(order) + 1), order + ["author's best published (x)"], fontsize=9
+    )
     ax.set_ylim(-0.7, len(order) + 0.7)
     ax.set_xlabel("Modified MRR@10, report half (95% bootstrap interval)")
     ax.set_xlim(0.2, 0.95)
@@ -471,14 +481,18 @@ def plot_results(results, pick, published, target: float = 0.70):
         Line2D([], [], color="gray", ls=":", lw=1.5),
         Line2D([], [], marker="o", ms=10, mfc="none", mec="black", ls=""),
     ]
-    labels += ["ceiling (chunking's colour)", f"target {target:.2f}", "best on the tuning half"]
+    labels += [
+        "ceiling (chunking's colour)",
+        f"target {target:.2f}",
+        "best on the tuning half",
+    ]
     fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
 
 
 def plot_span_recall(span_cmp: dict, span_tables: dict, families: dict, budget: int):
-    "Per family, span recall at `budget` tokens with intervals beside Modified "
+    "Per family, span recall at `budget` tokens with intervals beside Modified"
     "Recall@10."
     import matplotlib.pyplot as plt
     import numpy as np
