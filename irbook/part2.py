@@ -472,7 +472,7 @@ def plot_results(results, pick, published, target: float = 0.70):
         range(len(order) + 1), order + ["author's best published (x)"], fontsize=9
     )
     ax.set_ylim(-0.7, len(order) + 0.7)
-    ax.set_xlabel("Modified MRR@10, report half (95% bootstrap interval)")
+    ax.set_xlabel("Modified MRR@10, report half (95% interval)")
     ax.set_xlim(0.2, 0.95)
     ax.grid(axis="x", alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()
