@@ -496,12 +496,19 @@ def plot_dcg_vs_ideal(
     return fig
 
 # %% ../nbs/api/figures.ipynb #525f40cb
-def plot_forest(cis, ax=None, title: str | None = None, sort: bool = True):
+def plot_forest(
+    cis,
+    ax=None,
+    title: str | None = None,
+    sort: bool = True,
+    xlabel: str = "mean with its interval",
+):
     "Forest plot of a `bootstrap_table` result: mean as a dot, interval as a bar."
     import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
 
     d = cis.sort_values("mean") if sort else cis.iloc[::-1]
-    if ax is None:
+    own = ax is None  # a figure of our own: lay it out
+    if own:
         _, ax = plt.subplots(figsize=(7, 0.35 * len(d) + 1))
     y = np.arange(len(d))
     ax.errorbar(
@@ -514,9 +521,12 @@ def plot_forest(cis, ax=None, title: str | None = None, sort: bool = True):
         capsize=3,
     )
     ax.set_yticks(y, d.index)
+    ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
     if title:
         ax.set_title(title)
+    if own:
+        ax.figure.tight_layout()
     return ax
 
 # %% ../nbs/api/figures.ipynb #d3189e01
@@ -524,7 +534,8 @@ def plot_bootstrap_diff(res, ax=None, names: tuple = ("a", "b"), bins: int = 50)
     "Histogram of a `paired_bootstrap` result's differences, interval and zero marked."
     import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
 
-    if ax is None:
+    own = ax is None  # a figure of our own: lay it out
+    if own:
         _, ax = plt.subplots(figsize=(7, 3))
     ax.hist(res.samples, bins=bins, color="tab:blue", alpha=0.7)
     ax.axvspan(
@@ -542,5 +553,8 @@ def plot_bootstrap_diff(res, ax=None, names: tuple = ("a", "b"), bins: int = 50)
         ylabel="resamples",
         title=f"{res.B} bootstrap resamples, p = {res.p:.3g}",
     )
-    ax.legend(fontsize=8)
+    # beside the axes, not over the bars
+    ax.legend(fontsize=9, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    if own:
+        ax.figure.tight_layout()
     return ax

@@ -110,9 +110,8 @@ def test_paired_equals_scipy_paired():
     assert res.mean == pytest.approx((a - b).mean(), abs=1e-15)
     # the p-like share is computed from the same distribution scipy returns
     d = r.bootstrap_distribution
-    assert res.p == pytest.approx(
-        min(1.0, 2 * min(np.mean(d <= 0), np.mean(d >= 0))), abs=1e-12
-    )
+    far = min((d <= 0).sum(), (d >= 0).sum())  # counted as a Monte Carlo p-value
+    assert res.p == pytest.approx(min(1.0, 2 * (far + 1) / (len(d) + 1)), abs=1e-12)
 
 
 def test_table_columns_equal_single_cis():
@@ -346,3 +345,36 @@ def test_holm_equals_its_definition():
     for bad in ([0.1, np.nan], [1.2], [[0.1, 0.2]], [-0.1]):
         with pytest.raises(ValueError, match="p-values"):
             holm(bad)
+
+
+@pytest.mark.parametrize("n", [3, 5, 10, 20, 50])
+def test_each_test_holds_its_level_or_says_it_cannot(n):
+    """Type-I error of the paired t-test, Fisher's randomisation test and the paired
+    bootstrap on equal systems (normal per-query differences), 1,000 experiments per
+    size: at most alpha plus three Monte Carlo errors, unless `level_note` says the
+    test cannot hold its level at this size (issue 27, item 4)."""
+    from scipy.stats import ttest_1samp
+
+    from irbook.stats import level_note, randomization_test
+
+    alpha, reps = 0.05, 1000
+    bound = alpha + 3 * np.sqrt(alpha * (1 - alpha) / reps)
+    x, zero = np.random.default_rng(n).standard_normal((reps, n)), np.zeros(n)
+    p = {
+        "t": ttest_1samp(x, 0.0, axis=1).pvalue,
+        "fisher": np.array(
+            [randomization_test(r, zero, n=999, seed=i) for i, r in enumerate(x)]
+        ),
+        "bootstrap": np.array(
+            [paired_bootstrap(r, zero, B=999, seed=i).p for i, r in enumerate(x)]
+        ),
+    }
+    for test, pv in p.items():
+        assert (pv > 0).all(), f"{test} reported p = 0"  # no test may report p = 0
+        rate = float(np.mean(pv < alpha))
+        note = level_note(test, n, alpha)
+        assert rate <= bound or note, (test, n, rate)
+        if test == "fisher" and note:  # its smallest p is above alpha: it rejects
+            assert rate <= 0.01, (n, rate)  # only by Monte Carlo noise, if ever
+    assert level_note("t", n) is None  # the t-test holds it at every size here
+    assert (level_note("bootstrap", n) is None) == (n >= 50)
