@@ -21,6 +21,7 @@ from irbook.stats import (
     bootstrap_ci,
     bootstrap_table,
     holm,
+    level_note,
     paired_bootstrap,
     randomization_test,
 )
@@ -211,6 +212,7 @@ class Comparison:
     test: str = "t"
     alpha: float = 0.05
     B: int = 2000
+    note: str | None = None  # `level_note`: why the test cannot hold alpha at this n
 
     @property
     def tested(self) -> pd.DataFrame:
@@ -297,8 +299,13 @@ def compare(
         for m in dict.fromkeys(table.columns.get_level_values("metric"))
     }  # each run's mean with its interval, the same resamples for every run
     kw = dict(test=test, alpha=alpha, B=B, seed=seed, permutations=permutations)
-    rows = pd.DataFrame(_rows(table, todo, cis, ceiling=ceiling, **kw))
-    return Comparison(_holm_rows(rows, alpha), table, test, alpha, B)
+    rows = _holm_rows(
+        pd.DataFrame(_rows(table, todo, cis, ceiling=ceiling, **kw)), alpha
+    )
+    note = level_note(test, len(table), alpha) if todo else None
+    if note and test == "bootstrap":  # it would reject equal systems too often: no call
+        rows.loc[rows.baseline.notna(), "significant"] = pd.NA
+    return Comparison(rows, table, test, alpha, B, note)
 
 # %% ../nbs/api/compare.ipynb #b1f61df4
 CEILING_SHARE = 0.95  # "nearly every query" for a tie at the ceiling
@@ -335,6 +342,8 @@ def verdict(r: Mapping) -> str:
             else "tied: the same score on every query"
         )
     sig = r.get("significant")
+    if r.get("untestable"):  # the test cannot hold alpha on this few questions
+        return f"cannot be tested at this size ({r['untestable']}; diff {d:+.3f})"
     if isinstance(sig, (bool, np.bool_)) and sig:
         if d > 0:
             return f"higher by {d:.3f} [{lo:.3f}, {hi:.3f}], {p}"
@@ -351,9 +360,10 @@ def verdict(r: Mapping) -> str:
 def sentences(self: Comparison) -> list[str]:
     "Every tested pair in words (`verdict`), one sentence each."
     family = len(self.tested)
+    bad = self.note if self.test == "bootstrap" else None  # see `compare`
     return [
         f"{r['run']} vs {r['baseline']}, {r['metric']}: "
-        + verdict({**r, "family": family})
+        + verdict({**r, "family": family, "untestable": bad})
         for r in self.tested.to_dict("records")
     ]
 

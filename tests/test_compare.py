@@ -484,9 +484,9 @@ def test_plot_draws_every_tested_difference():
 
 def test_float_noise_is_no_difference():
     "Differences of rounding size (1e-17) are ties, not a 'significant' difference."
-    x = np.tile([0.1, 0.2, 0.3], 10)
+    x = np.tile([0.1, 0.2, 0.3], 20)  # 60: the bootstrap holds alpha from 50 on
     for test in ("t", "bootstrap", "fisher"):
-        c = compare({"a": {"m": x}, "b": {"m": x + 1e-17 * np.arange(30)}}, test=test)
+        c = compare({"a": {"m": x}, "b": {"m": x + 1e-17 * np.arange(60)}}, test=test)
         row = c.tested.iloc[0]
         assert row["diff"] == 0 and not row["significant"], test
         c = compare({"a": {"m": x}, "b": {"m": x + 0.05}}, test=test)
@@ -499,3 +499,32 @@ def test_unadjusted_interval_is_said_so():
     r.update(significant=False, sd=0.1, at_ceiling=0.0)
     assert "before correction" in verdict(r)
     assert "before correction" not in verdict({**r, "low": -0.09, "high": 0.01})
+
+
+def test_small_samples_say_the_test_cannot_hold_alpha():
+    # issue 27: 3 queries, the bootstrap said p = 0, significant; now no call is made
+    # and the verdict says why; Fisher cannot reach p < 0.05 there and says so
+    table = per_query_table(
+        None,
+        {
+            "a": pd.DataFrame({"mrr": [1.0, 1.0, 1.0]}, index=["q1", "q2", "q3"]),
+            "b": pd.DataFrame({"mrr": [0.0, 0.0, 0.0]}, index=["q1", "q2", "q3"]),
+        },
+    )
+    boot = compare(table, test="bootstrap")
+    assert boot.note and "bootstrap" in boot.note
+    assert boot.tested.significant.isna().all()
+    assert boot.tested.p.gt(0).all()
+    assert "cannot be tested at this size" in boot.sentences()[0]
+    fisher = compare(table, test="fisher")
+    assert "smallest possible p is 0.25" in fisher.note
+    assert not fisher.tested.significant.any()
+    big = pd.DataFrame(
+        {"mrr": np.linspace(0, 1, 60)}, index=[f"q{i}" for i in range(60)]
+    )
+    assert (
+        compare(
+            per_query_table(None, {"a": big, "b": big * 0.5}), test="bootstrap"
+        ).note
+        is None
+    )
