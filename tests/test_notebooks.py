@@ -31,6 +31,8 @@ HEAVY = {
     "23_finetuning",
     "24_synthetic_vs_human",  # indexes every chunk with ColBERT on a cold cache
     "25_training_filters",  # fine-tunes MiniLM
+    "training_filters",  # the reference page re-runs a small configuration
+    "finetune",  # the reference page trains small models
 }
 
 
