@@ -390,12 +390,6 @@ def run_eval(a: argparse.Namespace) -> str:
     a.metrics = expand_metrics(a.metrics or DEFAULT_METRICS)
     for m in a.metrics:
         parse_metric(m)
-    if a.format == "trec" and a.convention != "trec_eval" and not a.ties:
-        print(
-            f"irbook eval: trec_eval's layout with {a.convention}'s numbers: "
-            "add --convention trec_eval for trec_eval's",
-            file=sys.stderr,
-        )
     if a.ties:  # the old flag: its name is the convention now
         print("irbook eval: --ties is deprecated: use --convention", file=sys.stderr)
         a.convention = a.ties
@@ -425,8 +419,19 @@ def run_eval(a: argparse.Namespace) -> str:
     if a.format == "trec":  # trec_eval's runid line: the run's tag, not its file name
         table, a.baseline = tagged(table, a.runs, a.baseline)
     if a.per_query:
-        return render(table, a.format, per_query=True)
-    return with_power(compare(table, a.baseline, a.test, a.alpha), a.format, a.power)
+        text = render(table, a.format, per_query=True)
+    else:
+        c = compare(table, a.baseline, a.test, a.alpha)
+        text = with_power(c, a.format, a.power)
+    if (
+        a.format == "trec" and a.convention != "trec_eval"
+    ):  # say whose numbers these are
+        print(
+            f"irbook eval: trec_eval's layout with {a.convention}'s numbers: "
+            "add --convention trec_eval for trec_eval's",
+            file=sys.stderr,
+        )
+    return text
 
 # %% ../nbs/api/cli.ipynb #58060792
 def with_power(c, fmt: str = "table", power: float | None = None) -> str:
@@ -554,8 +559,10 @@ def main(argv=None) -> int:
         return e.code if isinstance(e.code, int) else 2
     try:
         with stdin_files(a):
-            text = measures_table() if a.command == "measures" else (
-                run_plan(a) if a.command == "plan" else run_eval(a)
+            text = (
+                measures_table()
+                if a.command == "measures"
+                else (run_plan(a) if a.command == "plan" else run_eval(a))
             )
     except Exception as e:  # every failure is one line; KeyboardInterrupt goes through
         print(f"irbook {a.command}: error: {message(e)}", file=sys.stderr)

@@ -108,7 +108,8 @@ def test_refused_by_name(name, says):
 
 
 def test_trec_eval_spellings_expand():
-    assert expand_metrics(["P.5,10", "ndcg_cut.10", "recall.100,1000", "success.10"]) == [
+    got = expand_metrics(["P.5,10", "ndcg_cut.10", "recall.100,1000", "success.10"])
+    assert got == [
         "P_5", "P_10", "ndcg_cut_10", "recall_100", "recall_1000", "success_10",
     ]  # fmt: skip
     assert expand_metrics("success") == ["success_1", "success_5", "success_10"]

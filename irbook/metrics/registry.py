@@ -260,12 +260,14 @@ def from_ir_measures(name: str) -> str | None:
     return out + (f"-l{rel}" if rel != "1" else "")
 
 
-
 def measure_names() -> list:
     "Every registered measure as (ranx/irbook name, trec_eval's, ir_measures', meaning)."
     irm = {v: k for k, v in reversed(_IRM.items())} | {"num_rel_ret": "NumRet(rel=1)"}
     cuts = ("precision", "recall", "ndcg", "map", "hit_rate", "mrr", "judged")
-    extra = {"rbp": (".8", None, "(p=0.8)"), "iprec_at_recall": ("@0.5", "_0.50", "@0.5")}
+    extra = {
+        "rbp": (".8", None, "(p=0.8)"),
+        "iprec_at_recall": ("@0.5", "_0.50", "@0.5"),
+    }
     rows = []
     for name, fn in {**METRICS, **TREC_ONLY}.items():
         cut = "@k" if name in cuts else ""
