@@ -517,7 +517,7 @@ def run_plan(a: argparse.Namespace) -> str:
 # %% ../nbs/api/cli.ipynb #ef904524
 @contextmanager
 def stdin_files(a: argparse.Namespace):
-    "`-` as the qrels or a run: standard input, copied once to a file read as any other."
+    "`-` as the qrels or a run: standard input, copied once to a file, read as any."
     names = [x for x in ("qrels", "runs") if hasattr(a, x)]
     paths = [getattr(a, "qrels", None)] + list(getattr(a, "runs", []) or [])
     if paths.count("-") == 0:

@@ -54,7 +54,7 @@ def ratio(num, den) -> np.ndarray:
 
 # %% ../../nbs/api/metrics_registry.ipynb #ae913bb5
 def parse_metric(metric: str) -> tuple:
-    "A metric name (ranx's 'ndcg@10', trec_eval's 'ndcg_cut_10', ir_measures' 'nDCG@10') as (name, k/p, rel_lvl)."
+    "A name in any dialect ('ndcg@10', 'ndcg_cut_10', 'nDCG@10') as (name, k, lvl)."
     if not isinstance(metric, str):
         raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
     metric = from_trec_eval(metric) or from_ir_measures(metric) or metric
@@ -184,7 +184,7 @@ def _expand(m: str) -> list:
 
 
 def expand_metrics(metrics) -> list:
-    "The metric names of `metrics` (a name or a list): trec_eval's 'official', 'all_trec' and 'P.5,10' expanded."
+    "`metrics` (a name or a list), trec_eval's 'official', 'P.5,10'... expanded."
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     return [x for m in names for x in (_expand(m) if isinstance(m, str) else [m])]
 
@@ -261,7 +261,7 @@ def from_ir_measures(name: str) -> str | None:
 
 
 def measure_names() -> list:
-    "Every registered measure as (ranx/irbook name, trec_eval's, ir_measures', meaning)."
+    "Every registered measure: (irbook name, trec_eval's, ir_measures', meaning)."
     irm = {v: k for k, v in reversed(_IRM.items())} | {"num_rel_ret": "NumRet(rel=1)"}
     cuts = ("precision", "recall", "ndcg", "map", "hit_rate", "mrr", "judged")
     extra = {
