@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from . import __version__
 from .compare import FORMATS, TESTS, compare, per_query_table, render
 from .core import deprecated_names
 from .data import DataError
@@ -33,9 +34,9 @@ from .spans import read_layout, read_spans, read_texts, span_evaluate
 from .unjudged import bounds, holes
 
 # %% auto #0
-__all__ = ['run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'k_arg', 'parser', 'span_runs',
-           'unjudged_report', 'render_report', 'tagged', 'run_eval', 'with_power', 'plan_arguments', 'run_plan', 'main',
-           'command']
+__all__ = ['DEFAULT_METRICS', 'run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'k_arg', 'parser',
+           'span_runs', 'unjudged_report', 'render_report', 'tagged', 'run_eval', 'with_power', 'plan_arguments',
+           'run_plan', 'stdin_files', 'measures_table', 'main', 'command']
 
 # %% ../nbs/api/cli.ipynb #fad3f2ab
 def run_name(path) -> str:
@@ -163,31 +164,39 @@ def k_arg(text: str) -> int:
     return int(text)
 
 
-#| export
+DEFAULT_METRICS = ["ndcg@10", "mrr@10", "recall@100"]  # irbook eval without -m
+
+
 def parser() -> argparse.ArgumentParser:
     "The `irbook` command line: `irbook eval QRELS RUN [RUN ...] -m METRIC ...`."
     p = _Parser(prog="irbook", description="Retrieval evaluation from the shell.")
+    p.add_argument("--version", action="version", version=f"irbook {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser(
         "eval", help="score TREC runs against qrels; compare several runs"
     )
-    e.add_argument("qrels", help="TREC qrels file (.gz allowed)")
+    e.add_argument("qrels", help="TREC qrels file (.gz allowed; - reads stdin)")
     e.add_argument(
-        "runs", nargs="+", help="TREC run files (.gz, ranx .lz4/.json allowed)"
+        "runs",
+        nargs="+",
+        help="TREC run files (.gz, ranx .lz4/.json allowed; - reads stdin)",
     )
     e.add_argument(
         "-m",
         "--metrics",
         nargs="+",
-        default=["ndcg@10", "mrr@10", "recall@100"],
-        help="metric names: ranx's (ndcg@10 map@100 precision@5-l2), trec_eval's "
-        "(P_10 ndcg_cut_10 recip_rank), or 'official' for trec_eval's default set",
+        action="extend",  # -m map -m P.10: both, as trec_eval adds them up
+        help="metric names, repeatable: ranx's (ndcg@10 map@100 precision@5-l2), "
+        "trec_eval's (P_10 P.5,10 ndcg_cut.10 recip_rank), ir_measures' (nDCG@10 "
+        "P(rel=2)@5 RBP(p=0.8)), 'official' or 'all_trec' for trec_eval's sets "
+        f"(default: {' '.join(DEFAULT_METRICS)}; spans: span_recall@10 "
+        "span_precision@10); `irbook measures` lists them",
     )
     e.add_argument(
         "--convention",
         choices=list(CONVENTIONS),
         default="ranx",
-        help="whose rules: ranx (default), trec_eval (10.0) or pytrec_eval",
+        help="whose rules: ranx, trec_eval (10.0) or pytrec_eval (default: ranx)",
     )
     e.add_argument("--ties", choices=TIES, help="deprecated: use --convention")
     e.add_argument(
@@ -206,26 +215,30 @@ def parser() -> argparse.ArgumentParser:
         "--format",
         choices=FORMATS,
         default="table",
-        help="output: text table, Markdown, LaTeX, CSV, JSON or trec_eval's layout",
+        help="output: text table, Markdown, LaTeX, CSV, JSON or trec_eval's layout "
+        "(default: table)",
     )
     e.add_argument(
         "--baseline", help="run name the others are compared with (default: the first)"
     )
     e.add_argument(
-        "--test", choices=TESTS, default="t", help="paired test for comparisons"
+        "--test",
+        choices=TESTS,
+        default="t",
+        help="paired test for comparisons (default: t)",
     )
     e.add_argument(
         "--memory",
         type=int,
         default=MEMORY // 2**20,
         help="MB a run may take while it is scored, a batch of whole queries at a time "
-        "(0: the whole run in memory at once)",
+        f"(0: the whole run in memory at once; default: {MEMORY // 2**20})",
     )
     e.add_argument(
         "--alpha",
         type=alpha_arg,
         default=0.05,
-        help="significance level after Holm's correction, in (0, 1)",
+        help="significance level after Holm's correction, in (0, 1) (default: 0.05)",
     )
     e.add_argument(
         "--chunks",
@@ -275,15 +288,13 @@ def parser() -> argparse.ArgumentParser:
         "'threads', 'processes' (default: dask's threads)",
     )
     plan_arguments(sub.add_parser("plan", help="how many questions, from pilot runs"))
+    sub.add_parser("measures", help="every measure, its three names and its meaning")
     return p
 
 # %% ../nbs/api/cli.ipynb #7fb27b941602401d91542211134fc71a
 def span_runs(a: argparse.Namespace) -> dict:
     "`{run name: per-query span metrics}`: `irbook eval SPANS RUN --chunks LAYOUT`."
-    default = parser().parse_args(["eval", "q", "r"]).metrics
-    metrics = (
-        ["span_recall@10", "span_precision@10"] if a.metrics == default else a.metrics
-    )
+    metrics = a.metrics or ["span_recall@10", "span_precision@10"]
     if a.per_query and len(a.runs) > 1:
         raise ValueError("-q/--per-query takes one run")
     with reading(a.chunks):
@@ -376,7 +387,7 @@ def run_eval(a: argparse.Namespace) -> str:
         return with_power(
             compare(table, a.baseline, a.test, a.alpha), a.format, a.power
         )
-    a.metrics = expand_metrics(a.metrics)
+    a.metrics = expand_metrics(a.metrics or DEFAULT_METRICS)
     for m in a.metrics:
         parse_metric(m)
     if a.ties:  # the old flag: its name is the convention now
@@ -408,8 +419,19 @@ def run_eval(a: argparse.Namespace) -> str:
     if a.format == "trec":  # trec_eval's runid line: the run's tag, not its file name
         table, a.baseline = tagged(table, a.runs, a.baseline)
     if a.per_query:
-        return render(table, a.format, per_query=True)
-    return with_power(compare(table, a.baseline, a.test, a.alpha), a.format, a.power)
+        text = render(table, a.format, per_query=True)
+    else:
+        c = compare(table, a.baseline, a.test, a.alpha)
+        text = with_power(c, a.format, a.power)
+    if (
+        a.format == "trec" and a.convention != "trec_eval"
+    ):  # say whose numbers these are
+        print(
+            f"irbook eval: trec_eval's layout with {a.convention}'s numbers: "
+            "add --convention trec_eval for trec_eval's",
+            file=sys.stderr,
+        )
+    return text
 
 # %% ../nbs/api/cli.ipynb #58060792
 def with_power(c, fmt: str = "table", power: float | None = None) -> str:
@@ -495,6 +517,42 @@ def run_plan(a: argparse.Namespace) -> str:
     return out.to_string(index=False, float_format=lambda v: f"{v:.4f}")
 
 # %% ../nbs/api/cli.ipynb #ef904524
+@contextmanager
+def stdin_files(a: argparse.Namespace):
+    "`-` as the qrels or a run: standard input, copied once to a file, read as any."
+    names = [x for x in ("qrels", "runs") if hasattr(a, x)]
+    paths = [getattr(a, "qrels", None)] + list(getattr(a, "runs", []) or [])
+    if paths.count("-") == 0:
+        yield
+        return
+    if paths.count("-") > 1:
+        raise ValueError("standard input (-) can be read once: give it as one file")
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="irbook-stdin-") as d:
+        path = str(Path(d) / "stdin")
+        with open(path, "wb") as f:
+            shutil.copyfileobj(sys.stdin.buffer, f)
+        if "qrels" in names and a.qrels == "-":
+            a.qrels = path
+        if "runs" in names:
+            a.runs = [path if x == "-" else x for x in a.runs]
+        yield
+
+
+def measures_table() -> str:
+    "`irbook measures`: every measure with its ranx, trec_eval and ir_measures names."
+    from irbook.metrics.registry import measure_names
+
+    rows = [("ranx / irbook", "trec_eval", "ir_measures", "meaning")]
+    rows += [(r, t or "-", i or "-", doc) for r, t, i, doc in measure_names()]
+    w = [max(len(r[j]) for r in rows) for j in range(3)]
+    return "\n".join(
+        "  ".join(r[j].ljust(w[j]) for j in range(3)) + "  " + r[3] for r in rows
+    )
+
+
 def main(argv=None) -> int:
     "Entry point of the `irbook` command: exit status 0, or 2 with one line on stderr."
     try:
@@ -502,7 +560,12 @@ def main(argv=None) -> int:
     except SystemExit as e:  # --help (0), or a bad argument already reported (2)
         return e.code if isinstance(e.code, int) else 2
     try:
-        text = run_plan(a) if a.command == "plan" else run_eval(a)
+        with stdin_files(a):
+            text = (
+                measures_table()
+                if a.command == "measures"
+                else (run_plan(a) if a.command == "plan" else run_eval(a))
+            )
     except Exception as e:  # every failure is one line; KeyboardInterrupt goes through
         print(f"irbook {a.command}: error: {message(e)}", file=sys.stderr)
         return 2

@@ -13,10 +13,10 @@ from ..core import check_k
 from .join import Ranked, to_ranked
 
 # %% auto #0
-__all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'WALKTHROUGH', 'RANX_EXAMPLES', 'register', 'check_p', 'ratio',
-           'parse_metric', 'from_trec_eval', 'to_trec_eval', 'expand_metrics', 'num_q', 'num_ret', 'num_rel',
-           'num_rel_ret', 'judged', 'drop_unjudged', 'aggregate', 'score_ranked', 'evaluate', 'agrees_printed',
-           'printed_beside']
+__all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'ALL_TREC', 'WALKTHROUGH', 'RANX_EXAMPLES', 'register', 'check_p',
+           'ratio', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'expand_metrics', 'from_ir_measures',
+           'measure_names', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'judged', 'drop_unjudged', 'aggregate',
+           'score_ranked', 'evaluate', 'agrees_printed', 'printed_beside']
 
 # %% ../../nbs/api/metrics_registry.ipynb #08ad263a
 METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
@@ -54,10 +54,10 @@ def ratio(num, den) -> np.ndarray:
 
 # %% ../../nbs/api/metrics_registry.ipynb #ae913bb5
 def parse_metric(metric: str) -> tuple:
-    "A metric name ('ndcg@10' or trec_eval's 'ndcg_cut_10') as (name, k/p, rel_lvl)."
+    "A name in any dialect ('ndcg@10', 'ndcg_cut_10', 'nDCG@10') as (name, k, lvl)."
     if not isinstance(metric, str):
         raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
-    metric = from_trec_eval(metric) or metric
+    metric = from_trec_eval(metric) or from_ir_measures(metric) or metric
     base, rel_lvl = metric, 1
     if "-l" in metric:
         base, lvl = metric.rsplit("-l", 1)
@@ -158,10 +158,133 @@ OFFICIAL = (
 )
 
 
+_TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)  # trec_eval's default cut-offs
+_TREC_DEFAULT = {"ndcg_cut": _TREC_CUTS, "map_cut": _TREC_CUTS, "success": (1, 5, 10)}
+# trec_eval's measures that irbook computes, in the order `trec_eval -m all_trec` prints
+ALL_TREC = (
+    OFFICIAL[:-9]
+    + [f"P_{k}" for k in _TREC_CUTS] + [f"recall_{k}" for k in _TREC_CUTS] + ["ndcg"]
+    + [f"ndcg_cut_{k}" for k in _TREC_CUTS] + [f"map_cut_{k}" for k in _TREC_CUTS]
+    + [f"success_{k}" for k in (1, 5, 10)] + ["set_P", "set_recall", "set_F"]
+)  # fmt: skip
+_TREC_DOT = re.compile(r"(P|recall|ndcg_cut|map_cut|success)\.(\d+(?:,\d+)*)")
+
+
+def _expand(m: str) -> list:
+    "trec_eval's -m spellings as measure names: 'P.5,10' -> ['P_5', 'P_10']."
+    if m == "official":
+        return OFFICIAL
+    if m == "all_trec":
+        return ALL_TREC
+    if m in _TREC_DEFAULT:  # a bare family: its default cut-offs, as trec_eval does
+        return [f"{m}_{k}" for k in _TREC_DEFAULT[m]]
+    if d := _TREC_DOT.fullmatch(m):
+        return [f"{d[1]}_{k}" for k in d[2].split(",")]
+    return [m]
+
+
 def expand_metrics(metrics) -> list:
-    "The metric names of `metrics` (a name or a list), trec_eval's 'official' expanded."
+    "`metrics` (a name or a list), trec_eval's 'official', 'P.5,10'... expanded."
     names = [metrics] if isinstance(metrics, str) else list(metrics)
-    return [x for m in names for x in (OFFICIAL if m == "official" else [m])]
+    return [x for m in names for x in (_expand(m) if isinstance(m, str) else [m])]
+
+# %% ../../nbs/api/metrics_registry.ipynb #a10d1a02
+_IRM = {  # ir_measures' measure -> irbook name (same meaning; tests/test_dialects.py)
+    "nDCG": "ndcg", "P": "precision", "R": "recall", "RR": "mrr", "AP": "map",
+    "Judged": "judged", "Bpref": "bpref", "Success": "hit_rate", "NumRet": "num_ret",
+    "NumQ": "num_q", "NumRel": "num_rel", "Rprec": "r-precision", "SetP": "precision",
+    "SetR": "recall", "SetF": "f1", "RBP": "rbp", "IPrec": "iprec_at_recall",
+}  # fmt: skip
+_IRM_REFUSED = {  # ir_measures' measures irbook lacks, and why
+    "ERR": "expected reciprocal rank is not implemented",
+    "infAP": "inferred AP needs sampled judgments irbook does not read",
+    "Compat": "compatibility needs an ideal ranking irbook does not read",
+    "alpha_nDCG": "diversity measures need subtopic judgments",
+    "NERR8": "NERR is not implemented", "NERR9": "NERR is not implemented",
+    "NERR10": "NERR is not implemented", "NERR11": "NERR is not implemented",
+    "SDCG": "scaled DCG is not implemented", "INSQ": "INSQ is not implemented",
+    "INST": "INST is not implemented", "SetAP": "SetAP is not implemented",
+    "StRecall": "subtopic recall needs subtopic judgments",
+    "AP_IA": "intent-aware measures need subtopic judgments",
+    "nDCG_IA": "intent-aware measures need subtopic judgments",
+    "P_IA": "intent-aware measures need subtopic judgments",
+    "RR_IA": "intent-aware measures need subtopic judgments",
+    "ERR_IA": "intent-aware measures need subtopic judgments",
+    "NumNonRel": "not implemented", "Accuracy": "not implemented",
+}  # fmt: skip
+_IRM_RE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)(?:\(([^()]*)\))?(?:@([\d.]+))?")
+
+
+def from_ir_measures(name: str) -> str | None:
+    "irbook's name for ir_measures' measure `name` ('P(rel=2)@5' -> 'precision@5-l2')."
+    m = _IRM_RE.fullmatch(name)
+    if not m or m[1] not in _IRM and m[1] not in _IRM_REFUSED:
+        return None
+    if m[1] in _IRM_REFUSED:
+        raise ValueError(
+            f"metric {name!r}: ir_measures' {m[1]} is not available in irbook "
+            f"({_IRM_REFUSED[m[1]]})"
+        )
+    params = {}
+    for part in filter(None, (m[2] or "").replace(" ", "").split(",")):
+        key, eq, val = part.partition("=")
+        if not eq or key not in ("rel", "p"):
+            raise ValueError(
+                f"metric {name!r}: irbook takes ir_measures' parameters rel and p "
+                f"(RBP), not {part!r}"
+            )
+        params[key] = val
+    base, cut = _IRM[m[1]], m[3]
+    if m[1] == "NumRet" and "rel" in params:  # NumRet(rel=1): relevant retrieved
+        base = "num_rel_ret"
+    if "p" in params and m[1] != "RBP":
+        raise ValueError(f"metric {name!r}: only RBP takes p")
+    if m[1] == "RBP":  # ir_measures' default persistence is 0.8
+        if cut:
+            raise ValueError(f"metric {name!r}: irbook's RBP has no cut-off")
+        p = params.get("p", "0.8")
+        if not re.fullmatch(r"0?\.\d+", p):
+            raise ValueError(f"metric {name!r}: p must be a number in (0, 1)")
+        out = f"rbp.{p.split('.')[1]}"
+    elif m[1] == "IPrec":
+        if not cut:
+            raise ValueError(f"metric {name!r}: IPrec needs a recall level: IPrec@0.5")
+        out = f"iprec_at_recall@{cut}"
+    else:
+        if cut and not cut.isdigit():
+            raise ValueError(f"metric {name!r}: the cut-off must be an integer")
+        out = base + (f"@{cut}" if cut else "")
+    rel = params.get("rel", "1")
+    if not rel.isdigit():
+        raise ValueError(f"metric {name!r}: rel must be a non-negative integer")
+    return out + (f"-l{rel}" if rel != "1" else "")
+
+
+def measure_names() -> list:
+    "Every registered measure: (irbook name, trec_eval's, ir_measures', meaning)."
+    irm = {v: k for k, v in reversed(_IRM.items())} | {"num_rel_ret": "NumRet(rel=1)"}
+    cuts = ("precision", "recall", "ndcg", "map", "hit_rate", "mrr", "judged")
+    extra = {
+        "rbp": (".8", None, "(p=0.8)"),
+        "iprec_at_recall": ("@0.5", "_0.50", "@0.5"),
+    }
+    rows = []
+    for name, fn in {**METRICS, **TREC_ONLY}.items():
+        cut = "@k" if name in cuts else ""
+        ours, trec, i = name + cut, to_trec_eval(name), irm.get(name)
+        if cut and to_trec_eval(f"{name}@10"):
+            trec = to_trec_eval(f"{name}@10").replace("_10", "_k")
+        elif cut and trec:
+            trec += " (no cut-off)"
+        if name in extra:
+            tail, ttail, itail = extra[name]
+            ours, trec = name + tail, ttail and name + ttail
+            i = i and i + itail
+        elif i and cut:
+            i += cut
+        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
+        rows.append((ours, trec, i, doc))
+    return rows
 
 # %% ../../nbs/api/metrics_registry.ipynb #e1f2a3b6
 @register("num_q", agg="sum", ranx=False)

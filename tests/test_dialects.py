@@ -1,0 +1,283 @@
+"""Three dialects, one registry: ranx's, trec_eval's and ir_measures' names.
+
+- each ir_measures name resolves to irbook's measure and gives ir_measures' own values,
+  per query (random graded qrels with queries without a relevant document; distinct
+  scores, so no tie rule is involved: with ties ir_measures' RR@k and Judged@k order by
+  their own rules, `msmarco` and `judged` providers, not trec_eval's);
+- trec_eval's `-m` spellings (P.5,10, ndcg_cut.10, all_trec) and repeated `-m` flags
+  print what trec_eval 10 prints, digit for digit;
+- names irbook lacks are refused by name; `-` reads standard input; `--version`;
+  the help states the defaults; trec_eval's layout with another convention says so.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from irbook.cli import main
+from irbook.metrics import evaluate, expand_metrics, parse_metric
+from irbook.metrics.registry import measure_names
+
+ROOT = Path(__file__).resolve().parents[1]
+
+IRM = [  # ir_measures' names checked against ir_measures itself
+    "nDCG@10", "nDCG", "P@5", "RR", "RR@10", "AP", "AP@100", "R@100", "Judged@10",
+    "Bpref", "Success@10", "NumRet", "NumRet(rel=1)", "NumRel", "NumQ", "P(rel=2)@5",
+    "SetF", "SetP", "SetR", "IPrec@0.5", "Rprec",
+]  # fmt: skip
+SAME = {  # ir_measures' name -> irbook's (ranx) name
+    "nDCG@10": "ndcg@10", "P@5": "precision@5", "RR": "mrr", "RR@10": "mrr@10",
+    "AP": "map", "AP@100": "map@100", "R@100": "recall@100", "Judged@10": "judged@10",
+    "Bpref": "bpref", "Success@10": "hit_rate@10", "NumRet": "num_ret",
+    "P(rel=2)@5": "precision@5-l2", "RBP(p=0.8)": "rbp.8", "SetF": "f1",
+    "IPrec@0.5": "iprec_at_recall@0.5",
+}  # fmt: skip
+
+
+def sample(seed=0, n=30):
+    "Random graded qrels (every fifth query without a relevant doc) and a tie-free run."
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for q in range(n):
+        docs = [f"d{i}" for i in range(40)]
+        judged = rng.choice(docs, 15, replace=False)
+        qrels[f"q{q}"] = {
+            d: 0 if q % 5 == 0 else int(rng.choice([0, 0, 1, 2, 3])) for d in judged
+        }
+        depth = int(rng.integers(5, 40))
+        scores = rng.permutation(1000)[:depth] / 7
+        run[f"q{q}"] = {
+            d: float(s) for d, s in zip(rng.choice(docs, depth, replace=False), scores)
+        }
+    return qrels, run
+
+
+def test_every_name_resolves_to_the_same_measure():
+    for irm, ours in SAME.items():
+        assert parse_metric(irm) == parse_metric(ours), irm
+
+
+@pytest.mark.parametrize("convention", ["ranx", "trec_eval", "pytrec_eval"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ir_measures_values_per_query(convention, seed):
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels, run = sample(seed)
+    ours = evaluate(qrels, run, IRM, per_query=True, convention=convention)
+    for name in IRM:
+        measure = ir_measures.parse_measure(name)
+        theirs = {
+            m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)
+        }
+        for q in qrels:
+            assert ours.loc[q, name] == pytest.approx(theirs[q], abs=1e-9), (name, q)
+
+
+def test_three_dialects_one_value():
+    qrels, run = sample(2)
+    got = evaluate(
+        qrels, run, ["nDCG@10", "ndcg_cut_10", "ndcg@10", "RBP(p=0.8)", "rbp.8"]
+    )
+    assert got["nDCG@10"] == got["ndcg_cut_10"] == got["ndcg@10"]
+    assert got["RBP(p=0.8)"] == got["rbp.8"]
+
+
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("ERR@10", "ERR is not available"),
+        ("infAP", "infAP is not available"),
+        ("alpha_nDCG@10", "alpha_nDCG is not available"),
+        ("nDCG(dcg=exp-log2)@10", "not 'dcg=exp-log2'"),
+        ("RBP(p=0.8)@10", "no cut-off"),
+        ("P(p=0.5)@5", "only RBP takes p"),
+    ],
+)
+def test_refused_by_name(name, says):
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)"
+        + __import__("re").escape(name)
+        + ".*"
+        + __import__("re").escape(says),
+    ):
+        parse_metric(name)
+
+
+def test_trec_eval_spellings_expand():
+    got = expand_metrics(["P.5,10", "ndcg_cut.10", "recall.100,1000", "success.10"])
+    assert got == [
+        "P_5", "P_10", "ndcg_cut_10", "recall_100", "recall_1000", "success_10",
+    ]  # fmt: skip
+    assert expand_metrics("success") == ["success_1", "success_5", "success_10"]
+    all_trec = expand_metrics("all_trec")
+    assert all_trec[:4] == ["num_q", "num_ret", "num_rel", "num_rel_ret"]
+    for m in all_trec:
+        parse_metric(m)
+
+
+def test_measures_lists_three_names():
+    rows = {r[0]: r for r in measure_names()}
+    assert rows["ndcg@k"][1:3] == ("ndcg_cut_k", "nDCG@k")
+    assert rows["precision@k"][1:3] == ("P_k", "P@k")
+    assert all(r[3] for r in rows.values())  # a meaning for each
+
+
+# ------------------------------------------------------------------- the command
+def write(tmp_path, qrels, run):
+    q, r = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    q.write_text(
+        "".join(f"{qid} 0 {d} {v}\n" for qid, x in qrels.items() for d, v in x.items())
+    )
+    r.write_text(
+        "".join(
+            f"{qid} Q0 {d} {i} {s} sys\n"
+            for qid, x in run.items()
+            for i, (d, s) in enumerate(sorted(x.items(), key=lambda t: -t[1]))
+        )
+    )
+    return q, r
+
+
+def cli(capsys, *args):
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def trec_lines(text):
+    return {tuple(line.split()[:2]): line.split()[2] for line in text.splitlines()}
+
+
+@pytest.mark.parametrize(
+    "ms",
+    [
+        ["-m", "map", "-m", "P.10"],
+        ["-m", "P.5,10", "-m", "ndcg_cut.10", "-m", "recall.100,1000"],
+        ["-m", "success.10", "-m", "recip_rank"],
+        ["-m", "all_trec"],
+        ["-m", "official"],
+    ],
+)
+def test_trec_eval_m_flags_match_trec_eval(trec_eval, tmp_path, capsys, ms):
+    q, r = write(tmp_path, *sample(3))
+    status, out, err = cli(
+        capsys, "eval", q, r, *ms, "--format", "trec", "--convention", "trec_eval"
+    )
+    assert status == 0 and err == ""
+    ours = trec_lines(out)
+    theirs = trec_lines(
+        subprocess.run(
+            [str(trec_eval), *ms, str(q), str(r)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    if ms == ["-m", "all_trec"]:  # trec_eval prints more measures than irbook has
+        theirs = {k: v for k, v in theirs.items() if k in ours}
+        assert len(ours) == len(expand_metrics("all_trec")) + 1  # + runid
+    # irbook's trec layout always opens with runid and num_q; trec_eval with -m
+    # prints only the measures asked
+    assert {k: ours.get(k) for k in theirs} == theirs
+    assert set(ours) - set(theirs) <= {("runid", "all"), ("num_q", "all")}
+
+
+def test_repeated_m_adds_up(tmp_path, capsys):
+    q, r = write(tmp_path, *sample(4))
+    status, out, _ = cli(
+        capsys, "eval", q, r, "-m", "map", "-m", "P.10", "--format", "csv"
+    )
+    assert status == 0
+    assert "map" in out and "P_10" in out
+
+
+def test_ir_measures_names_on_the_command_line(tmp_path, capsys):
+    import json
+
+    qrels, run = sample(5)
+    q, r = write(tmp_path, qrels, run)
+    status, out, err = cli(capsys, "eval", q, r, "-m", *SAME, "--format", "json")
+    assert status == 0, err
+    got, want = json.loads(out), evaluate(qrels, run, list(SAME.values()))
+    assert list(got) == list(SAME)  # printed under the names given
+    for irm, ours in SAME.items():
+        assert got[irm] == pytest.approx(want[ours], abs=1e-12), irm
+
+
+def test_err_refused_on_the_command_line(tmp_path, capsys):
+    q, r = write(tmp_path, *sample(6))
+    status, _, err = cli(capsys, "eval", q, r, "-m", "ERR@10")
+    assert status == 2
+    assert err.splitlines() == [
+        "irbook eval: error: metric 'ERR@10': ir_measures' ERR is not available in "
+        "irbook (expected reciprocal rank is not implemented)"
+    ]
+
+
+def test_trec_layout_with_another_convention_says_so(tmp_path, capsys):
+    q, r = write(tmp_path, *sample(7))
+    status, _, err = cli(capsys, "eval", q, r, "-m", "official", "--format", "trec")
+    assert status == 0
+    assert len(err.splitlines()) == 1 and "ranx's numbers" in err
+    status, _, err = cli(
+        capsys,
+        "eval",
+        q,
+        r,
+        "-m",
+        "official",
+        "--format",
+        "trec",
+        "--convention",
+        "trec_eval",
+    )
+    assert status == 0 and err == ""
+
+
+def sh(*args, stdin=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    exe = [
+        sys.executable,
+        "-c",
+        "import sys; from irbook.cli import main; sys.exit(main())",
+    ]
+    return subprocess.run(
+        [*exe, *map(str, args)], input=stdin, capture_output=True, env=env, text=True
+    )
+
+
+def test_dash_reads_stdin(tmp_path):
+    q, r = write(tmp_path, *sample(8))
+    want = sh("eval", q, r, "-m", "map", "P_5", "--format", "csv").stdout
+    run = sh("eval", q, "-", "-m", "map", "P_5", "--format", "csv", stdin=r.read_text())
+    qrels = sh(
+        "eval", "-", r, "-m", "map", "P_5", "--format", "csv", stdin=q.read_text()
+    )
+    assert run.returncode == qrels.returncode == 0, run.stderr + qrels.stderr
+    num = lambda t: [line.split(",")[1:] for line in t.splitlines()]  # noqa: E731
+    assert num(run.stdout) == num(want) == num(qrels.stdout)
+    two = sh("eval", "-", "-", stdin="")
+    assert two.returncode == 2 and "standard input (-) can be read once" in two.stderr
+
+
+def test_version_and_help_defaults():
+    from irbook import __version__
+
+    v = sh("--version")
+    assert v.returncode == 0 and v.stdout.strip() == f"irbook {__version__}"
+    h = " ".join(sh("eval", "--help").stdout.split())
+    for default in [
+        "default: ndcg@10 mrr@10 recall@100",
+        "default: ranx",
+        "default: t)",
+        "default: 0.05",
+        "default: 512",
+        "default: table",
+    ]:
+        assert default in h, default
+    m = sh("measures")
+    assert m.returncode == 0 and "nDCG@k" in m.stdout and "ndcg_cut_k" in m.stdout
