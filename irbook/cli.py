@@ -518,7 +518,7 @@ _STOPS = ("SIGINT", "SIGTERM", "SIGHUP")  # signals that end the command, cleanl
 
 
 class _Stopped(BaseException):
-    "A signal that ends the command, raised where it runs so that every `with` cleans up."
+    "A signal ending the command, raised where it runs: every `with` cleans up."
 
     def __init__(self, signum: int):
         super().__init__(signum)
@@ -533,7 +533,7 @@ def _stop(signum, frame):
 
 
 def _closed_streams() -> set:
-    "The standard streams (0, 1, 2) closed at start; each now reads or writes /dev/null."
+    "The standard streams (0, 1, 2) closed at start, each now on /dev/null."
     closed = set()
     for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
         try:

@@ -33,7 +33,7 @@ _MAGIC = {  # suffix: (its format, the first bytes of such a file)
 
 
 def _compression(path, head: bytes = b"") -> str | None:
-    "The suffix of the compression of `path` (by its name, else its first bytes `head`)."
+    "The compression suffix of `path` (by its name, else its first bytes `head`)."
     if (suffix := Path(path).suffix) in _MAGIC:
         return suffix
     for suffix, (_, magic) in _MAGIC.items():
