@@ -508,6 +508,8 @@ def main(argv=None) -> int:
     try:
         text = run_plan(a) if a.command == "plan" else run_eval(a)
     except Exception as e:  # every failure is one line; KeyboardInterrupt goes through
+        if _STOPPED:  # a signal's exception turned into another: it ends the command
+            raise _Stopped(_STOPPED[0]) from None
         print(f"irbook {a.command}: error: {message(e)}", file=sys.stderr)
         return 2
     print(text)
@@ -525,10 +527,14 @@ class _Stopped(BaseException):
         self.signum = signum
 
 
+_STOPPED = []  # the signal received, even if a library swallowed its exception
+
+
 def _stop(signum, frame):
     "The handler of `_STOPS`: later ones are ignored while the first one cleans up."
     for name in _STOPS:
         signal.signal(getattr(signal, name), signal.SIG_IGN)
+    _STOPPED.append(signum)
     raise _Stopped(signum)
 
 
@@ -574,6 +580,8 @@ def command():
             signal.signal(getattr(signal, s), _stop)
     try:
         status = main()
+        if _STOPPED:  # its exception was lost on the way: the run went on to its end
+            raise _Stopped(_STOPPED[0])
         sys.stdout.flush()
     except BrokenPipeError:  # `irbook eval ... | head`: the reader left early, no error
         status = 0
