@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,7 +43,7 @@ __all__ = ['DEFAULT_METRICS', 'run_name', 'message', 'InputError', 'reading', 's
 def run_name(path) -> str:
     "A run's display name: its file name without the usual TREC extensions."
     name = Path(path).name
-    for ext in (".gz", ".lz4", ".json", ".trec", ".txt", ".run"):
+    for ext in (".gz", ".bz2", ".xz", ".zst", ".lz4", ".json", ".trec", ".txt", ".run"):
         name = name.removesuffix(ext)
     return name
 
@@ -366,6 +367,9 @@ def render_report(t, fmt: str = "table") -> str:
     return t.to_string(index=False, float_format=lambda x: f"{x:.4f}")
 
 # %% ../nbs/api/cli.ipynb #cd6e6ea0
+_MAX_MB = 2**43 - 1  # --memory: its bytes fit in a signed 64-bit integer
+
+
 def tagged(table, paths: list, baseline=None) -> tuple:
     "`table` with each TREC run named by its tag (if no names clash), and `baseline`."
     text = [p for p in paths if Path(p).suffix not in (".parquet", ".lz4", ".json")]
@@ -398,6 +402,10 @@ def run_eval(a: argparse.Namespace) -> str:
     names = [run_name(p) for p in a.runs]
     if a.baseline is not None and a.baseline not in names:
         raise ValueError(f"--baseline {a.baseline!r} is not a run: {', '.join(names)}")
+    if not 0 <= a.memory <= _MAX_MB:  # checked before any file is read
+        raise ValueError(
+            f"--memory takes MB, from 0 (no limit) to {_MAX_MB:,}, got {a.memory:,}"
+        )
     with reading(a.qrels):
         qrels = read_columns(a.qrels, "qrels")
     if a.bounds or a.holes:  # reports on the unjudged documents, not scores
@@ -406,8 +414,6 @@ def run_eval(a: argparse.Namespace) -> str:
         kw = dict(per_query=a.per_query, convention=a.convention)
         t = unjudged_report(qrels, a.runs, a.metrics, a.holes, **kw)
         return render_report(t, a.format)
-    if a.memory < 0:
-        raise ValueError(f"--memory takes MB (0: no limit), got {a.memory}")
     args = (qrels, a.runs, a.metrics, a.convention, a.make_comparable)
     kw = dict(judged_only=a.judged_only, engine=a.engine, scheduler=a.scheduler)
     kw.update(memory=a.memory * 2**20)
@@ -567,20 +573,98 @@ def main(argv=None) -> int:
                 else (run_plan(a) if a.command == "plan" else run_eval(a))
             )
     except Exception as e:  # every failure is one line; KeyboardInterrupt goes through
+        if _STOPPED:  # a signal's exception turned into another: it ends the command
+            raise _Stopped(_STOPPED[0]) from None
         print(f"irbook {a.command}: error: {message(e)}", file=sys.stderr)
         return 2
     print(text)
     return 0
 
 # %% ../nbs/api/cli.ipynb #172ca1b4
+_STOPS = ("SIGINT", "SIGTERM", "SIGHUP")  # signals that end the command, cleanly
+
+
+class _Stopped(BaseException):
+    "A signal ending the command, raised where it runs: every `with` cleans up."
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOPPED = []  # the signal received, even if a library swallowed its exception
+
+
+def _stop(signum, frame):
+    "The handler of `_STOPS`: later ones are ignored while the first one cleans up."
+    for name in _STOPS:
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    _STOPPED.append(signum)
+    raise _Stopped(signum)
+
+
+def _closed_streams() -> set:
+    "The standard streams (0, 1, 2) closed at start, each now on /dev/null."
+    closed = set()
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:  # so that no file the command opens takes its number
+            closed.add(fd)
+            got = os.open(os.devnull, mode)
+            if got != fd:
+                os.dup2(got, fd)
+                os.close(got)
+    if 1 in closed:
+        sys.stdout = open(1, "w", closefd=False)
+    if 2 in closed:  # messages are lost, never written to stdout instead
+        sys.stderr = open(2, "w", closefd=False)
+    return closed
+
+
+def _say(text: str):
+    "Write one line on stderr, if it can be written."
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError:
+        pass
+
+
 def command():
     "The `irbook` console script: `main`'s exit status, skipping the teardown at exit."
+    name = (
+        " ".join(["irbook", *sys.argv[1:2]])
+        if sys.argv[1:2] in (["eval"], ["plan"])
+        else "irbook"
+    )
+    if 1 in _closed_streams():
+        _say(f"{name}: error: standard output is closed: nowhere to write the results")
+        os._exit(2)
+    for s in _STOPS:  # a signal ignored by the caller (nohup, `cmd &`) stays ignored
+        if signal.getsignal(getattr(signal, s)) != signal.SIG_IGN:
+            signal.signal(getattr(signal, s), _stop)
     try:
         status = main()
+        if _STOPPED:  # its exception was lost on the way: the run went on to its end
+            raise _Stopped(_STOPPED[0])
         sys.stdout.flush()
-        sys.stderr.flush()
     except BrokenPipeError:  # `irbook eval ... | head`: the reader left early, no error
         status = 0
+    except OSError as e:  # stdout on a full disk (/dev/full), a lost device...
+        _say(f"{name}: error: cannot write the output: {e.strerror or e}")
+        status = 2
+    except (KeyboardInterrupt, _Stopped) as e:  # spill folders are gone already
+        signum = getattr(e, "signum", signal.SIGINT)
+        _say(f"{name}: {'interrupted' if signum == signal.SIGINT else 'terminated'}")
+        signal.signal(
+            signum, signal.SIG_DFL
+        )  # end by the signal, as the shell expects:
+        os.kill(os.getpid(), signum)  # its status is 128 + the signal's number
+        status = 128 + signum
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
     os._exit(status)
 
 # %% ../nbs/api/cli.ipynb #678180b6

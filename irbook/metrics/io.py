@@ -3,12 +3,13 @@
 # %% ../../nbs/api/metrics_io.ipynb #f3c53c2b
 from __future__ import annotations
 
-import gzip
 import io
 import json
+import os
 import re
+import stat
 import sys
-import zlib
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -23,13 +24,101 @@ __all__ = ['read_columns', 'read_blocks', 'parse_block', 'run_tag', 'read_qrels'
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
 _CHUNK = 16 * 2**20
 _BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, ignored at the start of a file
+_MAGIC = {  # suffix: (its format, the first bytes of such a file)
+    ".gz": ("a gzip", (b"\x1f\x8b",)),
+    ".bz2": ("a bzip2", tuple(b"BZh%d1AY&SY" % i for i in range(1, 10))),
+    ".xz": ("an xz", (b"\xfd7zXZ\x00",)),
+    ".zst": ("a zstd", (b"\x28\xb5\x2f\xfd",)),
+}
+
+
+def _compression(path, head: bytes = b"") -> str | None:
+    "The compression suffix of `path` (by its name, else its first bytes `head`)."
+    if (suffix := Path(path).suffix) in _MAGIC:
+        return suffix
+    for suffix, (_, magic) in _MAGIC.items():
+        if head.startswith(magic):
+            return suffix
+    return None
+
+
+def _decompressed(raw, kind: str, path):
+    "A reader of the decompressed bytes of the open file `raw` (compressed as `kind`)."
+    if kind == ".gz":
+        import gzip
+
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == ".bz2":
+        import bz2
+
+        return bz2.BZ2File(raw)
+    if kind == ".xz":
+        import lzma
+
+        return lzma.LZMAFile(raw)
+    try:
+        import zstandard
+    except ImportError:
+        raise ValueError(
+            f"{path}: a zstd file: install irbook[zstd] (zstandard) to read it"
+        ) from None
+    return zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+
+
+def _broken(e: BaseException) -> bool:
+    "True if `e` is a decompressor's complaint (bad data, cut short), not an I/O error."
+    if isinstance(e, OSError):  # gzip's BadGzipFile, bz2's "Invalid data stream"
+        return e.errno is None
+    return type(e).__name__ in ("EOFError", "error", "LZMAError", "ZstdError")
+
+
+def _stamp(f) -> tuple | None:
+    "(size, modification time) of an open regular file; None for a pipe or a device."
+    s = os.fstat(f.fileno())
+    return (s.st_size, s.st_mtime_ns) if stat.S_ISREG(s.st_mode) else None
+
+
+def _file_stamp(path) -> tuple | None:
+    "(size, modification time) of the regular file `path`; None for a pipe or a device."
+    s = os.stat(path)
+    return (s.st_size, s.st_mtime_ns) if stat.S_ISREG(s.st_mode) else None
+
+
+def _changed(path) -> ValueError:
+    "The error of a file that grew or was rewritten while it was read."
+    return ValueError(
+        f"{path}: the file changed while it was read: score a copy that is not being "
+        "written to"
+    )
+
+
+@contextmanager
+def _source(path):
+    "(reader of the decompressed bytes of `path`, its raw file, its stamp at opening)."
+    with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
+        kind = _compression(
+            path, raw.peek(16)[:16]
+        )  # a pipe's bytes stay in its buffer
+        before = _stamp(raw)
+        try:
+            f = raw if kind is None else _decompressed(raw, kind, path)
+            yield f, raw, before
+        except Exception as e:
+            if before is not None and _stamp(raw) != before:
+                raise _changed(path) from None
+            if kind is None or not _broken(e):
+                raise
+            what = _MAGIC[kind][0]
+            raise ValueError(f"{path}: not {what} file, or cut short ({e})") from None
+        if before is not None and _stamp(raw) != before:
+            raise _changed(path)
 
 
 def _read_bytes(path, progress: bool | None = None) -> bytes:
-    "The whole file (gunzipped if `.gz`) as bytes, without a BOM; a bar if it is big."
+    "The whole file (decompressed) as bytes, without a BOM; a bar if it is big."
     path = Path(path)
-    with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
-        size = Path(path).stat().st_size
+    with _source(path) as (f, raw, _):
+        size = os.fstat(raw.fileno()).st_size
         show = sys.stderr.isatty() if progress is None else progress
         bar = tqdm(
             total=size,
@@ -37,10 +126,9 @@ def _read_bytes(path, progress: bool | None = None) -> bytes:
             unit="B",
             unit_scale=True,
             file=sys.stderr,
-            disable=not show or size < _BIG,
+            disable=not show or size < _BIG or not raw.seekable(),
             leave=False,
         )
-        f = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
         parts = []
         try:
             while chunk := f.read(-1 if bar.disable else _CHUNK):
@@ -48,8 +136,6 @@ def _read_bytes(path, progress: bool | None = None) -> bytes:
                 if bar.disable:  # one read, the whole file; a pipe cannot tell()
                     break
                 bar.update(raw.tell() - bar.n)  # compressed bytes: the file's size
-        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-            raise ValueError(f"{path}: not a gzip file, or cut short ({e})") from None
         finally:
             bar.close()
     data = parts[0] if len(parts) == 1 else b"".join(parts)
@@ -214,24 +300,31 @@ def read_columns(path, kind: str, progress: bool | None = None) -> Columns:
 _BLOCK = 64 * 2**20  # bytes of text per block when a file is read in blocks
 
 
+def _read_upto(f, size: int) -> bytes:
+    "Up to `size` bytes of `f` (fewer at its end), read at most `_BLOCK` at a time."
+    parts, n = [], 0
+    while n < size and (chunk := f.read(min(size - n, _BLOCK))):
+        parts.append(chunk)
+        n += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 def read_blocks(path, size: int = _BLOCK, cut=None):
-    "The text of `path` (.gz allowed) in blocks of whole lines (`cut`: fewer of them)."
+    "The text of `path` (decompressed) in blocks of whole lines (`cut`: fewer of them)."
     path, size = Path(path), max(int(size), len(_BOM))  # the mark is read whole
-    with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
-        f = gzip.GzipFile(fileobj=raw, mode="rb") if path.suffix == ".gz" else raw
+    with _source(path) as (f, raw, stamp):
         rest, start = b"", True
-        try:
-            while chunk := f.read(size):
-                if start:  # a byte order mark at the start of the file only
-                    chunk, start = chunk.removeprefix(_BOM), False
-                data = rest + chunk if rest else chunk
-                end = data.rfind(b"\n") + 1  # whole lines; the rest waits
-                end = cut(data, end) if cut and end else end
-                rest = data[end:]
-                if end:
-                    yield data[:end]
-        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
-            raise ValueError(f"{path}: not a gzip file, or cut short ({e})") from None
+        while chunk := _read_upto(f, size):
+            if stamp is not None and _stamp(raw) != stamp:  # a file being written to
+                raise _changed(path)  # might never end: it is refused at once
+            if start:  # a byte order mark at the start of the file only
+                chunk, start = chunk.removeprefix(_BOM), False
+            data = rest + chunk if rest else chunk
+            end = data.rfind(b"\n") + 1  # whole lines; the rest waits
+            end = cut(data, end) if cut and end else end
+            rest = data[end:]
+            if end:
+                yield data[:end]
     if rest:
         yield rest  # a last line without a line end
 

@@ -11,7 +11,13 @@ import numpy as np
 
 from .columns import Columns, columns_problem, table_columns
 from .conventions import get_convention
-from .io import parse_block, read_blocks
+from irbook.metrics.io import (
+    _changed,
+    _compression,
+    _file_stamp,
+    parse_block,
+    read_blocks,
+)
 from .join import Joined, apply_query_rule, to_ranked
 from .ranx_compat import sorted_ids
 from irbook.metrics.registry import (
@@ -82,7 +88,9 @@ def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
             rc = parse_block(text, name, "run", 1)
         except ValueError:
             lines = (x for j, (_, x) in enumerate(query_blocks(path, size)) if j == i)
-            first = next(lines)
+            first = next(lines, None)
+            if first is None:  # the file holds fewer blocks than it did a moment ago
+                raise _changed(name) from None
             rc = parse_block(text, name, "run", first)  # raises, naming the line
         if rc is None:
             continue
@@ -115,10 +123,16 @@ def _write_block(c: Columns, nb: int, folder: Path, writers: dict):
         writers[b].write_table(t.take(order[cuts[b] : cuts[b + 1]]))
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
+def _head(path) -> bytes:
+    "The first bytes of the file `path` (a compressed one is known by them)."
+    with open(path, "rb") as f:
+        return f.read(16)
+
+
 def spill(path, size: int, folder: Path, seen: dict, name=None) -> list:
     "Spread the lines of `path` over files of whole queries, about `size` bytes each."
     name = path if name is None else name  # the file named in messages (a pipe's copy)
-    n = path.stat().st_size * (8 if path.suffix == ".gz" else 1)
+    n = path.stat().st_size * (8 if _compression(path, _head(path)) else 1)
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
     writers, line = {}, 1
     try:
@@ -254,7 +268,7 @@ def _readable(path: Path, folder: Path, size: int) -> Path:
         return path
     copy = folder / "run"  # a pipe gives its text once: it is read once, in blocks
     with open(copy, "wb") as f:
-        for text in read_blocks(path, max(size, 2**20)):  # gunzipped, errors named
+        for text in read_blocks(path, max(size, 2**20)):  # decompressed, errors named
             f.write(text)
     return copy
 
@@ -263,6 +277,20 @@ def _score_file(qc, path, names, c, make_comparable, memory, folder) -> tuple:
     "({metric: per-query values}, the queries scored) of the run file `path`."
     size, folder = block_size(memory), Path(folder)
     src = _readable(path, folder, size)  # read as often as needed: never a pipe
+    stamp = _file_stamp(src)  # each pass reads the same text, or the file is refused
+    try:
+        out = _score_passes(qc, path, src, names, c, make_comparable, size, folder)
+    except ValueError:  # a line cut mid-way by a writer is not the file's fault
+        if _file_stamp(src) != stamp:
+            raise _changed(path) from None
+        raise
+    if _file_stamp(src) != stamp:
+        raise _changed(path)
+    return out
+
+
+def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tuple:
+    "`_score_file`'s passes over `src`, the readable copy of `path`."
     score, seen = _Scorer(qc, names, c, make_comparable), {}
     try:  # a run written query by query: one pass
 
