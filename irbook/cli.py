@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import __version__
+import irbook
 from .compare import FORMATS, TESTS, compare, per_query_table, render
 from .core import deprecated_names
 from .data import DataError
@@ -29,6 +29,7 @@ from irbook.metrics import (
     run_tag,
 )
 from .metrics.distributed import evaluate_distributed
+from .metrics.registry import measure_names
 from .metrics.stream import MEMORY, evaluate_file
 from .power import SIM_TESTS, mdd_sim, n_for_sim, pilot_diffs, plan, power_columns
 from .spans import read_layout, read_spans, read_texts, span_evaluate
@@ -171,7 +172,9 @@ DEFAULT_METRICS = ["ndcg@10", "mrr@10", "recall@100"]  # irbook eval without -m
 def parser() -> argparse.ArgumentParser:
     "The `irbook` command line: `irbook eval QRELS RUN [RUN ...] -m METRIC ...`."
     p = _Parser(prog="irbook", description="Retrieval evaluation from the shell.")
-    p.add_argument("--version", action="version", version=f"irbook {__version__}")
+    p.add_argument(
+        "--version", action="version", version=f"irbook {irbook.__version__}"
+    )
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser(
         "eval", help="score TREC runs against qrels; compare several runs"
@@ -549,7 +552,6 @@ def stdin_files(a: argparse.Namespace):
 
 def measures_table() -> str:
     "`irbook measures`: every measure with its ranx, trec_eval and ir_measures names."
-    from irbook.metrics.registry import measure_names
 
     rows = [("ranx / irbook", "trec_eval", "ir_measures", "meaning")]
     rows += [(r, t or "-", i or "-", doc) for r, t, i, doc in measure_names()]

@@ -30,6 +30,7 @@ from irbook.search.fulltext import (
     keyword_queries,
 )
 from .search.fusion import fuse, maxp, rerank, split_tune_report, tune_fusion
+from .spans import benchmark_spans, chunk_layout, span_scores
 
 # %% ../nbs/api/part2.ipynb #b94c34d4
 def code_fingerprint() -> str:
@@ -395,7 +396,6 @@ def span_recall_runs(
     questions: list, qids, families: dict, budget: int, chunkings: dict = CHUNKINGS
 ) -> pd.DataFrame:
     "Span recall at `budget` tokens per question of `qids`, family and chunking."
-    from irbook.spans import benchmark_spans, chunk_layout, span_scores
 
     judged = {q: g for q, g in benchmark_spans(questions).items() if q in set(qids)}
     rows = []

@@ -19,7 +19,7 @@ LAYERS = [
     ["metrics.join", "metrics.registry"],
     ["metrics.sets", "metrics.rank"],
     ["metrics.graded", "metrics.stream", "metrics", "metrics.distributed", "unjudged"],
-    ["stats", "power", "figures", "compare"],
+    ["stats", "power", "figures", "compare", "ppi"],
     ["search.fulltext", "search.dense", "fastbook", "chunking", "spans"],
     ["search.colbert", "search.fusion", "plots", "metrics.runs"],
     ["jqara", "japanese", "synthetic", "noise", "negatives"],

@@ -18,7 +18,8 @@ from tqdm.auto import tqdm
 from .columns import Columns, columns_problem, table_columns
 
 # %% auto #0
-__all__ = ['read_columns', 'read_blocks', 'parse_block', 'run_tag', 'read_qrels', 'read_run']
+__all__ = ['compression_of', 'file_stamp', 'file_changed', 'read_columns', 'read_blocks', 'parse_block', 'run_tag', 'read_qrels',
+           'read_run']
 
 # %% ../../nbs/api/metrics_io.ipynb #1f53ab26
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
@@ -32,7 +33,7 @@ _MAGIC = {  # suffix: (its format, the first bytes of such a file)
 }
 
 
-def _compression(path, head: bytes = b"") -> str | None:
+def compression_of(path, head: bytes = b"") -> str | None:
     "The compression suffix of `path` (by its name, else its first bytes `head`)."
     if (suffix := Path(path).suffix) in _MAGIC:
         return suffix
@@ -78,13 +79,13 @@ def _stamp(f) -> tuple | None:
     return (s.st_size, s.st_mtime_ns) if stat.S_ISREG(s.st_mode) else None
 
 
-def _file_stamp(path) -> tuple | None:
+def file_stamp(path) -> tuple | None:
     "(size, modification time) of the regular file `path`; None for a pipe or a device."
     s = os.stat(path)
     return (s.st_size, s.st_mtime_ns) if stat.S_ISREG(s.st_mode) else None
 
 
-def _changed(path) -> ValueError:
+def file_changed(path) -> ValueError:
     "The error of a file that grew or was rewritten while it was read."
     return ValueError(
         f"{path}: the file changed while it was read: score a copy that is not being "
@@ -96,7 +97,7 @@ def _changed(path) -> ValueError:
 def _source(path):
     "(reader of the decompressed bytes of `path`, its raw file, its stamp at opening)."
     with open(path, "rb") as raw:  # a missing file or a folder: Python's own OSError
-        kind = _compression(
+        kind = compression_of(
             path, raw.peek(16)[:16]
         )  # a pipe's bytes stay in its buffer
         before = _stamp(raw)
@@ -105,13 +106,13 @@ def _source(path):
             yield f, raw, before
         except Exception as e:
             if before is not None and _stamp(raw) != before:
-                raise _changed(path) from None
+                raise file_changed(path) from None
             if kind is None or not _broken(e):
                 raise
             what = _MAGIC[kind][0]
             raise ValueError(f"{path}: not {what} file, or cut short ({e})") from None
         if before is not None and _stamp(raw) != before:
-            raise _changed(path)
+            raise file_changed(path)
 
 
 def _read_bytes(path, progress: bool | None = None) -> bytes:
@@ -316,7 +317,7 @@ def read_blocks(path, size: int = _BLOCK, cut=None):
         rest, start = b"", True
         while chunk := _read_upto(f, size):
             if stamp is not None and _stamp(raw) != stamp:  # a file being written to
-                raise _changed(path)  # might never end: it is refused at once
+                raise file_changed(path)  # might never end: it is refused at once
             if start:  # a byte order mark at the start of the file only
                 chunk, start = chunk.removeprefix(_BOM), False
             data = rest + chunk if rest else chunk

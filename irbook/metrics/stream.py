@@ -12,9 +12,9 @@ import numpy as np
 from .columns import Columns, columns_problem, table_columns
 from .conventions import get_convention
 from irbook.metrics.io import (
-    _changed,
-    _compression,
-    _file_stamp,
+    compression_of,
+    file_changed,
+    file_stamp,
     parse_block,
     read_blocks,
 )
@@ -90,7 +90,7 @@ def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
             lines = (x for j, (_, x) in enumerate(query_blocks(path, size)) if j == i)
             first = next(lines, None)
             if first is None:  # the file holds fewer blocks than it did a moment ago
-                raise _changed(name) from None
+                raise file_changed(name) from None
             rc = parse_block(text, name, "run", first)  # raises, naming the line
         if rc is None:
             continue
@@ -132,7 +132,7 @@ def _head(path) -> bytes:
 def spill(path, size: int, folder: Path, seen: dict, name=None) -> list:
     "Spread the lines of `path` over files of whole queries, about `size` bytes each."
     name = path if name is None else name  # the file named in messages (a pipe's copy)
-    n = path.stat().st_size * (8 if _compression(path, _head(path)) else 1)
+    n = path.stat().st_size * (8 if compression_of(path, _head(path)) else 1)
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
     writers, line = {}, 1
     try:
@@ -277,15 +277,15 @@ def _score_file(qc, path, names, c, make_comparable, memory, folder) -> tuple:
     "({metric: per-query values}, the queries scored) of the run file `path`."
     size, folder = block_size(memory), Path(folder)
     src = _readable(path, folder, size)  # read as often as needed: never a pipe
-    stamp = _file_stamp(src)  # each pass reads the same text, or the file is refused
+    stamp = file_stamp(src)  # each pass reads the same text, or the file is refused
     try:
         out = _score_passes(qc, path, src, names, c, make_comparable, size, folder)
     except ValueError:  # a line cut mid-way by a writer is not the file's fault
-        if _file_stamp(src) != stamp:
-            raise _changed(path) from None
+        if file_stamp(src) != stamp:
+            raise file_changed(path) from None
         raise
-    if _file_stamp(src) != stamp:
-        raise _changed(path)
+    if file_stamp(src) != stamp:
+        raise file_changed(path)
     return out
 
 
