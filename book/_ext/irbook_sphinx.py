@@ -8,6 +8,7 @@
   not lesson code: they are stripped from every rendered code cell.
 - A cell that only calls `show_doc(...)` shows its output (the API reference), not its
   input.
+- A link to a notebook inside generated prose points at the page it becomes.
 - The names a `show_doc` cell documents go into the site's index (genindex.html).
 - `#| fig-alt: text` (Quarto's cell option) gives the alt text of the figure the cell
   draws; a cell drawing several figures has one line for each, in order.
@@ -24,6 +25,7 @@ from sphinx import addnodes
 
 DIRECTIVE = re.compile(r"^\s*#\s?\|")
 SHOW_DOC = re.compile(r"^show_doc\(.*\)\s*$")
+NB_LINK = re.compile(r"^(?![a-z]+:)[^#]*\.ipynb(#.*)?$")
 FIG_ALT = re.compile(r"^\s*#\s?\|\s*fig-alt:\s*(.+?)\s*$")
 
 
@@ -76,6 +78,19 @@ class CleanCellSources(Transform):
                 block.replace_self(new)
 
 
+class NotebookLinksInOutputs(Transform):
+    """A link to a notebook in generated prose (a Markdown output) is not resolved by
+    MyST as one in a markdown cell is: point it at the page the notebook becomes."""
+
+    default_priority = 802
+
+    def apply(self, **kwargs):
+        for ref in self.document.findall(nodes.reference):
+            uri = ref.get("refuri", "")
+            if NB_LINK.match(uri):
+                ref["refuri"] = re.sub(r"\.ipynb(?=$|#)", ".html", uri, count=1)
+
+
 def _index_show_doc(document, cell):
     "Put the names a show_doc cell documents into the site's index (genindex.html)."
     for heading in list(cell.findall(nodes.rubric)) + list(cell.findall(nodes.title)):
@@ -108,6 +123,7 @@ def _add_static(app):
 def setup(app):
     app.add_transform(DropNestedTransitions)
     app.add_transform(CleanCellSources)
+    app.add_transform(NotebookLinksInOutputs)
     app.connect("builder-inited", _add_static)
     app.add_css_file("irbook.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
