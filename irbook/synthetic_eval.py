@@ -219,7 +219,8 @@ def _vs_best(t: pd.DataFrame, metric: str, alpha: float, seed: int) -> Compariso
 def _top_of(c: Comparison) -> tuple:
     "The best system, then every system the engine does not find below it."
     t = c.tested
-    return (t.baseline.iloc[0], *t.run[~t.significant.astype(bool)])
+    # no call (NA: too few questions for the test) is not "below"
+    return (t.baseline.iloc[0], *t.run[~t.significant.fillna(False).astype(bool)])
 
 
 def agreement(
