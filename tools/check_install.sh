@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 pip="$work/venv/bin/pip"
 "$pip" install -q --upgrade pip wheel
 # built from a copy of the tracked files, so the checkout gets no build/ folder
-mkdir "$work/src" && git ls-files -z | xargs -0 cp --parents -t "$work/src"
+mkdir "$work/src" && git ls-files -z | xargs -0 cp -P --parents -t "$work/src"
 "$pip" wheel -q --no-deps -w "$work/dist" "$work/src"
 "$pip" install -q "$work"/dist/irbook-*.whl
 cd "$work"
