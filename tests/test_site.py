@@ -309,9 +309,9 @@ def test_every_chapter_ends_with_recap_questions_exercises():
 
 
 # visible code lines in the course part (landing page and chapters), today's budget; the
-# reference pages hold the library's source and are not counted. A cell's lines are those the
-# reader sees: its rendered text without the blank lines the HTML adds before and after it
-# (about three per cell), blank lines inside the code included.
+# reference pages hold the library's source and are not counted. A cell's lines are
+# those the reader sees: its rendered text without the blank lines the HTML adds
+# before and after it (about three per cell), blank lines inside the code included.
 CODE_BUDGET = int(os.environ.get("IRBOOK_CODE_BUDGET", "5160"))
 
 
