@@ -44,7 +44,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 ALPHA = 0.05
 JQARA = dict(
     systems=[
@@ -353,7 +352,7 @@ def jqara_inputs(cfg: dict, T: int = 120) -> dict:
         "source": "hotchpotch/JQaRA @ e2fa20e, evaluator/data/eval_results "
         "(qrels.trec and the published runs)",
     }
-    return {"Y": Y, "judges": judges, "data": data}
+    return {"Y": Y, "judges": judges, "data": data, "qids": qids}
 
 
 def fastbook_inputs(cfg: dict, T: int = 120) -> dict:
@@ -435,13 +434,18 @@ def fastbook_inputs(cfg: dict, T: int = 120) -> dict:
         "source": "vishalbakshi/fastbook-benchmark @ e812ad0 (questions); fastbook "
         "chapters 1, 2, 4, 8, 9, 10, 13",
     }
-    return {"Y": Y, "judges": {next(iter(cfg["judges"])): judge}, "data": data}
+    return {
+        "Y": Y,
+        "judges": {next(iter(cfg["judges"])): judge},
+        "data": data,
+        "qids": [q.qid for q in questions],
+    }
 
 
 def experiment(name: str, cfg: dict, inputs: dict, draws: int, seed: int = 0) -> dict:
     "The record of one dataset: settings, data, per-judge results, worth, timings."
     t0 = time.perf_counter()
-    Y = inputs["Y"]
+    Y, systems = inputs["Y"], cfg["systems"]
     record = {
         "dataset": name,
         "meta": {
@@ -495,7 +499,9 @@ def experiment(name: str, cfg: dict, inputs: dict, draws: int, seed: int = 0) ->
         res["grid"] = [float(g) for g in judge["grid"]]
         res["all-questions calibration"] = {
             "threshold": float(judge["grid"][best]),
-            "label F1": float(2 * tp[best] / (2 * tp[best] + fp[best] + fn[best])),
+            "label F1": float(
+                2 * tp[best] / max(2 * tp[best] + fp[best] + fn[best], 1)
+            ),
             "judge means": {
                 m: dict(zip(cfg["systems"], map(float, judge["F"][m][best].mean(0))))
                 for m in Y
@@ -515,13 +521,26 @@ def experiment(name: str, cfg: dict, inputs: dict, draws: int, seed: int = 0) ->
                 for m in Y
             },
         }
+        res["per question at that threshold"] = {
+            m: {s: rounded(judge["F"][m][best][:, i]) for i, s in enumerate(systems)}
+            for m in Y
+        }
         res["seconds"] = time.perf_counter() - t1
         res["by n"] = {str(n): v for n, v in res["by n"].items()}
         record["judges"][jname] = res
+    record["per question"] = {  # the human values, for a live demo on one draw
+        "qids": list(inputs.get("qids", [])),
+        **{m: {s: rounded(Y[m][:, i]) for i, s in enumerate(systems)} for m in Y},
+    }
     record["worth"] = worth(record)
     record["meta"]["seconds"] = time.perf_counter() - t0
     record["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return record
+
+
+def rounded(x) -> list:
+    "Per-question values for the record, to 6 decimals."
+    return [round(float(v), 6) for v in x]
 
 
 def report(record: dict) -> None:
