@@ -261,8 +261,12 @@ def summarize(rec: dict, truth: dict, names: list, thresholds: list) -> dict:
             }
             if " - " in u:  # a pair: is the order recovered?
                 s = np.sign(th)
-                row["separated, right order"] = float(np.mean(s * lo > 0))
-                row["separated, wrong order"] = float(np.mean(s * hi < 0))
+                row["separated, right order"] = float(
+                    np.mean(np.minimum(s * lo, s * hi) > 0)
+                )
+                row["separated, wrong order"] = float(
+                    np.mean(np.maximum(s * lo, s * hi) < 0)
+                )
                 row["point estimate, right order"] = float(np.mean(np.sign(e) == s))
             res.setdefault(m, {}).setdefault(u, {})[k] = row
     for m in truth:  # what the judge is worth: human-only questions for PPI++'s width

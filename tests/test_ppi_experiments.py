@@ -106,6 +106,18 @@ def test_order_recovered_more_often_with_a_good_judge(simulated):
     assert g["ppi++"]["separated, wrong order"] < 0.02
 
 
+def test_order_for_a_negative_difference():
+    # B - A is negative: a separated interval lies below 0 and is the right order
+    Y, good, _, counts = population(Q=1000, seed=2)
+    res = pe.run_draws(
+        {"m": Y}, {"m": good}, counts, ["A", "B"], [("B", "A")], [200], 200, seed=0
+    )
+    r = res["by n"][200]["m"]["B - A"]
+    assert res["truth"]["m"]["B - A"] < 0
+    assert r["human"]["separated, right order"] > 0.5
+    assert r["human"]["separated, wrong order"] < 0.02
+
+
 def test_calibrated_threshold_best_f1():
     # 3 thresholds x 4 questions: threshold 1 agrees best on questions 0 and 1,
     # threshold 2 on questions 2 and 3
