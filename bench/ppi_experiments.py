@@ -30,7 +30,8 @@ n nears N.
         [--only jqara|fastbook] [--out bench/results]
 
 Reads the published runs and the cached Part II runs; encodes the fastbook chunks and
-answer parts with MiniLM (cached). About a minute of numpy here.
+answer parts with MiniLM (cached). About five minutes here on two cores shared
+with other jobs (load 12): half loading the published runs, half the draws (numpy).
 """
 
 import argparse
