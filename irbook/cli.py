@@ -32,6 +32,7 @@ from .metrics.distributed import evaluate_distributed
 from .metrics.registry import measure_names
 from .metrics.stream import MEMORY, evaluate_file
 from .power import SIM_TESTS, mdd_sim, n_for_sim, pilot_diffs, plan, power_columns
+from .ppi import judged_eval, judged_report
 from .spans import read_layout, read_spans, read_texts, span_evaluate
 from .unjudged import bounds, holes
 
@@ -281,6 +282,12 @@ def parser() -> argparse.ArgumentParser:
         help="per query: the unjudged documents of the top K, to send to a judge",
     )
     e.add_argument(
+        "--judge",
+        metavar="JUDGE_QRELS",
+        help="a judge's qrels on every question (QRELS: the human-judged ones): "
+        "PPI++ intervals of each mean and difference, beside the human-only ones",
+    )
+    e.add_argument(
         "--engine",
         choices=("local", "dask"),
         default="local",
@@ -411,6 +418,23 @@ def run_eval(a: argparse.Namespace) -> str:
         )
     with reading(a.qrels):
         qrels = read_columns(a.qrels, "qrels")
+    if a.judge:  # judge-assisted: PPI intervals (irbook.ppi.judged_eval)
+        if a.per_query or a.bounds or a.holes or a.judged_only or a.power:
+            raise ValueError(
+                "--judge goes with none of -q, --bounds, --holes, -J, --power"
+            )
+        if len(set(names)) < len(names):
+            raise ValueError("two runs have one name: rename one of the files")
+        with reading(a.judge):
+            judge = read_columns(a.judge, "qrels").to_dict()
+        runs = {}
+        for p in a.runs:
+            with reading(p):
+                runs[run_name(p)] = read_run(p)
+        kw = dict(convention=a.convention, make_comparable=a.make_comparable)
+        kw.update(baseline=a.baseline)
+        t = judged_eval(qrels.to_dict(), judge, runs, a.metrics, a.alpha, **kw)
+        return judged_report(t, a.format)
     if a.bounds or a.holes:  # reports on the unjudged documents, not scores
         if a.bounds and a.holes or a.judged_only:
             raise ValueError("use one of --bounds, --holes and -J/--judged-only")
