@@ -79,14 +79,40 @@ METHODS = ("human", "ppi", "ppi++", "judge only")
 
 # ---------------------------------------------------------------- the judge step
 def calibrated_threshold(counts: np.ndarray, labeled: np.ndarray) -> int:
-    """THE judge step: the threshold (index into the grid) whose labels agree best with
-    the human labels of the `labeled` questions (F1 of the relevant class).
+    """The judge step: the threshold (index into the grid) whose labels agree best with
+    the human labels of the `labeled` questions (F1 of the relevant class, ties to the
+    lowest threshold): `irbook.judges.threshold_judge`'s rule, from counts so that
+    thousands of draws take seconds. `threshold_check` holds every batch's first draw
+    to `threshold_judge` itself.
 
     `counts[:, t, q]` = (agreeing positives, judge-only positives, human-only positives)
-    of question q at threshold t. Swap for irbook.judges.threshold_judge's rule."""
+    of question q at threshold t."""
     tp, fp, fn = counts[:, :, labeled].sum(axis=2)
     f1 = 2 * tp / np.maximum(2 * tp + fp + fn, 1)
     return int(np.argmax(f1))
+
+
+def threshold_check(score: np.ndarray, human: np.ndarray, grid):
+    """A check `(labeled, t)` that `irbook.judges.threshold_judge`, given the judge's
+    scores and the human labels of the `labeled` questions and the same grid, cuts at
+    `grid[t]`. `score` and `human`: (Q, C) or (Q, K, C), -inf for no candidate."""
+
+    def check(labeled: np.ndarray, t: int) -> None:
+        from irbook.judges import threshold_judge
+
+        scores, qrels = {}, {}
+        for i in np.flatnonzero(labeled):
+            rows = score[i].reshape(-1, score.shape[-1])
+            hum = human[i].reshape(-1, human.shape[-1])
+            for k, (sc, hu) in enumerate(zip(rows, hum)):
+                ok = np.flatnonzero(np.isfinite(sc))
+                scores[f"{i}.{k}"] = {str(j): float(sc[j]) for j in ok}
+                qrels[f"{i}.{k}"] = {str(j): int(hu[j]) for j in ok}
+        got = threshold_judge(scores, qrels, grid=grid).threshold
+        if got != grid[t]:
+            raise AssertionError(f"threshold {grid[t]} != irbook.judges' {got}")
+
+    return check
 
 
 def label_counts(judge: np.ndarray, human: np.ndarray, grid) -> np.ndarray:
@@ -214,6 +240,7 @@ def run_draws(
     seed: int = 0,
     alpha: float = ALPHA,
     chunk: int = 200,
+    check=None,
 ) -> dict:
     """The draws of one judge. `Y[metric]`: (Q, S) per-question values under human
     labels; `F[metric]`: (T, Q, S) under the judge's labels at each threshold of the
@@ -235,6 +262,8 @@ def run_draws(
             for i in range(d):
                 lab[i, rng.choice(Q, n, replace=False)] = True
             t = [calibrated_threshold(counts, row) for row in lab]
+            if check is not None:  # the judge step, checked against irbook.judges
+                check(lab[0], t[0])
             thresholds += t
             for m in Y:
                 ivs = batch_intervals(Y[m] @ W, F[m][t] @ W, lab, alpha)
@@ -349,6 +378,7 @@ def jqara_inputs(cfg: dict, T: int = 120) -> dict:
             "F": F,
             "counts": label_counts(score, human, grid),
             "grid": grid,
+            "check": threshold_check(score, human, grid),
         }
     data = {
         "questions": len(qids),
@@ -428,6 +458,7 @@ def fastbook_inputs(cfg: dict, T: int = 120) -> dict:
         "F": F,
         "counts": label_counts(score, human, grid),
         "grid": grid,
+        "check": threshold_check(score, human, grid),
     }
     data = {
         "questions": Q,
@@ -476,7 +507,9 @@ def experiment(name: str, cfg: dict, inputs: dict, draws: int, seed: int = 0) ->
             "infinite population, so they are conservative (more so as n nears N).",
             "calibration": "per draw, the judge's score threshold with the best F1 "
             "against the human labels of the n human-judged questions (a grid of "
-            "score quantiles); the same draw's questions then give PPI's rectifier",
+            "score quantiles; irbook.judges.threshold_judge's rule, checked against "
+            "it on the first draw of every batch); the same draw's questions then give "
+            "PPI's rectifier",
             "judge only": "the classical interval of the judge's metric over all "
             "questions, with no human correction",
         },
@@ -497,6 +530,7 @@ def experiment(name: str, cfg: dict, inputs: dict, draws: int, seed: int = 0) ->
             record["settings"]["ns"],
             draws,
             seed + j,
+            check=judge.get("check"),
         )
         tp, fp, fn = judge["counts"].sum(2)
         best = int(np.argmax(2 * tp / np.maximum(2 * tp + fp + fn, 1)))

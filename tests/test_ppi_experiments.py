@@ -129,6 +129,26 @@ def test_calibrated_threshold_best_f1():
     assert pe.calibrated_threshold(counts, np.array([False, False, True, True])) == 2
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_threshold_rule_is_irbook_judges(seed):
+    # the vectorized rule picks the threshold irbook.judges.threshold_judge picks
+    rng = np.random.default_rng(seed)
+    human = rng.random((60, 30)) < 0.15
+    score = human * rng.normal(1, 1, human.shape) + rng.normal(0, 1, human.shape)
+    score[rng.random(human.shape) < 0.05] = -np.inf  # a few candidates unscored
+    human &= np.isfinite(score)
+    grid = np.unique(np.quantile(score[np.isfinite(score)], np.linspace(0.3, 0.99, 40)))
+    counts = pe.label_counts(score, human, grid)
+    check = pe.threshold_check(score, human, grid)
+    for _ in range(5):
+        lab = np.zeros(60, bool)
+        lab[rng.choice(60, rng.integers(5, 40), replace=False)] = True
+        check(lab, pe.calibrated_threshold(counts, lab))  # raises if they differ
+    with pytest.raises(AssertionError, match="irbook.judges"):
+        t = pe.calibrated_threshold(counts, lab)
+        check(lab, t + 1 if t + 1 < len(grid) else t - 1)
+
+
 def test_metrics_by_hand():
     labels = np.array([[0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1]], bool)
     top = np.array([[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]])
