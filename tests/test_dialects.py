@@ -11,6 +11,7 @@
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,10 +86,51 @@ def test_three_dialects_one_value():
     assert got["RBP(p=0.8)"] == got["rbp.8"]
 
 
+def numbered(qrels, run):
+    "The sample with numeric query ids: gdeval.pl (ir_measures' ERR) reads no others."
+    ids = {q: str(100 + i) for i, q in enumerate(qrels)}
+    return (
+        {ids[q]: v for q, v in qrels.items()},
+        {ids[q]: v for q, v in run.items()},
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_err_against_ir_measures(seed):
+    ir_measures = pytest.importorskip("ir_measures")
+    if shutil.which("perl") is None:
+        pytest.skip("ir_measures computes ERR with gdeval.pl, a perl script")
+    qrels, run = numbered(*sample(seed))
+    names = ["ERR@1", "ERR@5", "ERR@10", "ERR@20"]
+    ours = evaluate(qrels, run, names, per_query=True)
+    for name in names:
+        measure = ir_measures.parse_measure(name)
+        theirs = {
+            m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)
+        }
+        assert set(theirs) == set(qrels)  # a query without a relevant doc: 0 in both
+        for q, v in theirs.items():  # gdeval.pl prints 5 decimals
+            assert ours.loc[q, name] == pytest.approx(v, abs=5.1e-6), (name, q)
+
+
+def test_err_by_hand():
+    "Chapelle et al.'s formula: stop at grade g with (2**g - 1) / 16, ERR = E[1/rank]."
+    qrels = {"q": {"a": 4, "c": 2, "d": 1}}
+    run = {"q": {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6}}
+    r1, r3, r4 = 15 / 16, 3 / 16, 1 / 16
+    want = r1 + (1 - r1) * r3 / 3 + (1 - r1) * (1 - r3) * r4 / 4
+    got = evaluate(qrels, run, ["err", "ERR@4", "err@1", "err@4-l2"])
+    assert got["err"] == got["ERR@4"] == pytest.approx(want, abs=1e-15)
+    assert got["err@1"] == pytest.approx(r1)
+    assert got["err@4-l2"] == pytest.approx(r1 + (1 - r1) * r3 / 3)  # label 1 < level 2
+    with pytest.raises(ValueError, match="grades go from 0 to 4"):
+        evaluate({"q": {"a": 5}}, run, "err@10")
+
+
 @pytest.mark.parametrize(
     "name, says",
     [
-        ("ERR@10", "ERR is not available"),
+        ("NERR8@10", "NERR8 is not available"),
         ("infAP", "infAP is not available"),
         ("alpha_nDCG@10", "alpha_nDCG is not available"),
         ("nDCG(dcg=exp-log2)@10", "not 'dcg=exp-log2'"),
@@ -208,14 +250,17 @@ def test_ir_measures_names_on_the_command_line(tmp_path, capsys):
         assert got[irm] == pytest.approx(want[ours], abs=1e-12), irm
 
 
-def test_err_refused_on_the_command_line(tmp_path, capsys):
+def test_refused_on_the_command_line(tmp_path, capsys):
     q, r = write(tmp_path, *sample(6))
-    status, _, err = cli(capsys, "eval", q, r, "-m", "ERR@10")
+    status, _, err = cli(capsys, "eval", q, r, "-m", "infAP")
     assert status == 2
     assert err.splitlines() == [
-        "irbook eval: error: metric 'ERR@10': ir_measures' ERR is not available in "
-        "irbook (expected reciprocal rank is not implemented)"
+        "irbook eval: error: metric 'infAP': ir_measures' infAP is not available in "
+        "irbook (inferred AP needs sampled judgments irbook does not read)"
     ]
+    status, out, _ = cli(capsys, "measures")
+    assert status == 0
+    assert "infAP" in out and "refused: inferred AP needs sampled judgments" in out
 
 
 def test_trec_layout_with_another_convention_says_so(tmp_path, capsys):
