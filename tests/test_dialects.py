@@ -326,3 +326,103 @@ def test_version_and_help_defaults():
         assert default in h, default
     m = sh("measures")
     assert m.returncode == 0 and "nDCG@k" in m.stdout and "ndcg_cut_k" in m.stdout
+
+
+# ------------------------------------------------- other libraries' inputs (Python API)
+MS = ["ndcg@10", "map", "P_5", "RR@10", "recall@20"]
+
+
+def frames(qrels, run, names):
+    "qrels and run as DataFrames with `names` = (query, doc, label, score) columns."
+    import pandas as pd
+
+    q, d, lab, s = names
+    return (
+        pd.DataFrame(
+            [(a, b, v) for a, x in qrels.items() for b, v in x.items()],
+            columns=[q, d, lab],
+        ),
+        pd.DataFrame(
+            [(a, b, v) for a, x in run.items() for b, v in x.items()],
+            columns=[q, d, s],
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "names",
+    [("qid", "docno", "label", "score"), ("query_id", "doc_id", "relevance", "score")],
+    ids=["pyterrier", "ir_measures"],
+)
+def test_other_libraries_frames(names):
+    qrels, run = sample(9)
+    want = evaluate(qrels, run, MS, per_query=True)
+    qf, rf = frames(qrels, run, names)
+    rf["rank"] = rf.groupby(names[0]).cumcount()  # pyterrier's extra columns are fine
+    for q, r in [(qf, rf), (qf, run), (qrels, rf)]:
+        got = evaluate(q, r, MS, per_query=True)
+        assert got.loc[want.index].equals(want)
+
+
+def test_a_frame_of_no_known_dialect_is_refused():
+    qf, rf = frames(*sample(9), ("qid", "doc", "label", "score"))
+    with pytest.raises(ValueError, match="no column.*pyterrier's \\(qid, docno"):
+        evaluate(qf, rf, "map")
+
+
+def test_ir_measures_named_tuples():
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels, run = sample(10)
+    want = evaluate(qrels, run, MS, per_query=True)
+    qt = [ir_measures.Qrel(q, d, v) for q, x in qrels.items() for d, v in x.items()]
+    rt = [ir_measures.ScoredDoc(q, d, s) for q, x in run.items() for d, s in x.items()]
+    for q, r in [(qt, rt), (iter(qt), (t for t in rt)), (qt, run), (qrels, rt)]:
+        got = evaluate(q, r, MS, per_query=True)
+        assert got.loc[want.index].equals(want)
+    with pytest.raises(ValueError, match="named tuples need the fields.*ScoredDoc"):
+        evaluate(qrels, qt, "map")  # qrels given as the run
+    with pytest.raises(ValueError, match="doc 'd0' repeated"):
+        evaluate(qt + [ir_measures.Qrel(qt[0].query_id, "d0", 1)] * 2, rt, "map")
+
+
+class FakeDataset:
+    "What irbook uses of an ir_datasets dataset: its qrels as named tuples."
+
+    def __init__(self, qrels):
+        from collections import namedtuple
+
+        Qrel = namedtuple("TrecQrel", "query_id doc_id relevance iteration")
+        self.rows = [Qrel(q, d, v, "0") for q, x in qrels.items() for d, v in x.items()]
+
+    def has_qrels(self):
+        return bool(self.rows)
+
+    def qrels_iter(self):
+        return iter(self.rows)
+
+
+def test_ir_datasets_id_and_dataset(monkeypatch):
+    import types
+
+    qrels, run = sample(11)
+    want = evaluate(qrels, run, MS, per_query=True)
+    local = {"irbook/toy": FakeDataset(qrels), "irbook/empty": FakeDataset({})}
+
+    def load(name):
+        if name not in local:
+            raise KeyError(f"{name!r} not found")
+        return local[name]
+
+    fake = types.ModuleType("ir_datasets")
+    fake.load = load
+    monkeypatch.setitem(sys.modules, "ir_datasets", fake)  # registered here, no network
+    for q in ["irbook/toy", local["irbook/toy"]]:
+        got = evaluate(q, run, MS, per_query=True)
+        assert got.loc[want.index].equals(want)
+    with pytest.raises(ValueError, match="ir_datasets has no dataset 'nope/x'"):
+        evaluate("nope/x", run, "map")
+    with pytest.raises(ValueError, match="'irbook/empty' has no qrels"):
+        evaluate("irbook/empty", run, "map")
+    monkeypatch.setitem(sys.modules, "ir_datasets", None)  # not installed
+    with pytest.raises(ValueError, match="ir_datasets is not installed"):
+        evaluate("irbook/toy", run, "map")
