@@ -44,7 +44,7 @@ class Measure:
             raise ValueError(f"agg must be 'mean', 'sum' or 'gmean', got {self.agg!r}")
 
 
-_SPAN = dict(kind="spans", home="irbook.spans.span_evaluate")
+_SPAN = dict(kind="spans", home="irbook.spans.span_evaluate (irbook eval --chunks)")
 _PARTS = dict(kind="components", home="irbook.fastbook.score_run")
 # every measure irbook knows, once; each chapter's kernel is filed under its name by
 # `register`. Chapter 2 (`irbook.metrics.sets`), 3 (`rank`), 4 (`graded`), this page
@@ -204,8 +204,8 @@ def parse_metric(metric: str) -> tuple:
             param = 0
     if name in MEASURES and MEASURES[name].kind != "ranked":
         raise ValueError(
-            f"metric {metric!r}: {name} is scored by {MEASURES[name].home}, not by "
-            f"evaluate (its judgments are {MEASURES[name].kind}, not qrels)"
+            f"metric {metric!r}: {name} is not scored from qrels; "
+            f"{MEASURES[name].home} scores it"
         )
     if name not in METRICS and name not in TREC_ONLY:
         raise ValueError(
