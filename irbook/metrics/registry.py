@@ -26,16 +26,12 @@ class Measure:
 
     name: str  # irbook's name: ranx's, where ranx has the measure
     meaning: str  # one line: what `irbook measures` prints beside the names
-    params: tuple = (
-        "k",
-    )  # "k" cut-off (0: all), "p" RBP persistence, "x" recall level
+    params: tuple = ("k",)  # k: cut-off (0: all); p: RBP persistence; x: recall level
     trec: tuple = ()  # trec_eval's names: "X" plain, "X_k" / "X_x" with the parameter
     irm: tuple = ()  # ir_measures' names, "@k" where it takes a cut-off (first printed)
     agg: str = "mean"  # how per-query values become one number: mean, sum or gmean
     ranx: bool = True  # ranx computes it too (`METRICS`), else `TREC_ONLY`
-    kind: str = (
-        "ranked"  # "ranked": fn(r, k, rel_lvl) of a `Ranked`; else who scores it
-    )
+    kind: str = "ranked"  # ranked: fn(r, k, rel_lvl) of a `Ranked`; or spans, ...
     home: str = ""  # for the other kinds: the function that scores them
     fn: object = None  # the function, filed by `register`
 
