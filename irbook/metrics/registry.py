@@ -374,31 +374,31 @@ def measure_names() -> list:
     return rows
 
 # %% ../../nbs/api/metrics_registry.ipynb #e1f2a3b6
-@register("num_q", agg="sum", ranx=False)
+@register("num_q")
 def num_q(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "1 per query: summed, the number of queries scored (trec_eval's num_q)."
     return np.ones(r.n_queries)
 
 
-@register("num_ret", agg="sum", ranx=False)
+@register("num_ret")
 def num_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Documents retrieved (in the top `k`), summed over queries as trec_eval does."
     return r.cut(k).astype(np.float64)
 
 
-@register("num_rel", agg="sum", ranx=False)
+@register("num_rel")
 def num_rel(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Documents judged >= `rel_lvl` in the qrels (R), summed over queries."
     return r.n_rel(rel_lvl).astype(np.float64)
 
 
-@register("num_rel_ret", agg="sum", ranx=False)
+@register("num_rel_ret")
 def num_rel_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Relevant documents retrieved (in the top `k`), summed over queries."
     return (r.relevant(rel_lvl) & r.top(k)).sum(1).astype(np.float64)
 
 # %% ../../nbs/api/metrics_registry.ipynb #588a48f6
-@register("judged", ranx=False)
+@register("judged")
 def judged(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Share of the top `k` with a judgement (label >= 0): ir_measures' Judged@k."
     return ratio((r.judged & r.top(k)).sum(1), r.cut(k))
