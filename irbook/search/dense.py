@@ -19,7 +19,8 @@ from ..data import cache_dir
 
 def _bars(progress: bool) -> bool:
     "Show a progress bar? Not if `progress` is off or TQDM_DISABLE is set (the build)."
-    # tqdm reads TQDM_DISABLE only when no `disable=` is passed; ours always pass one
+    # tqdm reads TQDM_DISABLE only when no `disable=` is passed, and tqdm.auto's
+    # notebook bar always passes one (disable=False): so we read it ourselves
     return bool(progress) and not os.environ.get("TQDM_DISABLE")
 
 # %% ../../nbs/api/search_dense.ipynb #1377042a
