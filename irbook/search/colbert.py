@@ -36,7 +36,7 @@ from irbook.data import (
     folder_is_complete,
     load_fastbook_chapter,
 )
-from .dense import MINILM, resolve_model
+from .dense import MINILM, _bars, resolve_model
 
 # %% ../../nbs/api/search_colbert.ipynb #4bfc831a
 COLBERTV2 = (
@@ -49,10 +49,27 @@ def new_colbert(base: str = MINILM, dim: int = 128, seed: int | None = None):
     "An untrained PyLate ColBERT on the encoder `base`; `seed` fixes its projection."
     import torch
     from pylate import models
+    from transformers.utils import logging as hf_logging
 
     if seed is not None:
         torch.manual_seed(seed)
-    return models.ColBERT(resolve_model(base), embedding_size=dim, device="cpu")
+    # PyLate adds the [Q] and [D] tokens with transformers' mean resizing, which logs
+    # "The new embeddings will be initialized from a multivariate normal ..." for every
+    # new model: expected here, so that one message is filtered while the model is built
+    # (a filter, not a level: transformers runs extra checks when that logger's level is
+    # raised, and they log messages of their own)
+    log = hf_logging.get_logger("transformers.modeling_utils")
+
+    def mean_resizing_note(record) -> bool:
+        return not record.getMessage().startswith(
+            "The new embeddings will be initialized"
+        )
+
+    log.addFilter(mean_resizing_note)
+    try:
+        return models.ColBERT(resolve_model(base), embedding_size=dim, device="cpu")
+    finally:
+        log.removeFilter(mean_resizing_note)
 
 # %% ../../nbs/api/search_colbert.ipynb #1af9a2d3
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
@@ -107,7 +124,7 @@ def token_states(
         for i in tqdm(
             range(0, len(texts), batch_size),
             desc="encoding " + ("queries" if is_query else "passages"),
-            disable=not progress,
+            disable=not _bars(progress),
         ):
             f = model.tokenize(texts[i : i + batch_size], is_query=is_query, pad=True)
             out.append(model[0](dict(f))["token_embeddings"])
@@ -151,7 +168,9 @@ def train_head(
 
     hist = []
     head.train()
-    for _ in tqdm(range(steps), desc="training the projection", disable=not progress):
+    for _ in tqdm(
+        range(steps), desc="training the projection", disable=not _bars(progress)
+    ):
         idx = torch.randperm(len(pairs), generator=g)[:batch_size]
         sc = colbert_scores(proj(qs[idx]), proj(ds[idx]), documents_mask=dm[idx])
         loss = torch.nn.functional.cross_entropy(sc, torch.arange(len(idx)))
@@ -333,7 +352,10 @@ class ColBERTRetriever(Retriever):
         long = [
             i
             for i, t in texts.items()
-            if len(tok(t, add_special_tokens=True)["input_ids"]) + 1 > limit
+            # verbose=False: we count the tokens of long texts on purpose, so no
+            # "Token indices sequence length is longer than ..." warning
+            if len(tok(t, add_special_tokens=True, verbose=False)["input_ids"]) + 1
+            > limit
         ]
         if long:
             what = "query" if is_query else "doc"
@@ -350,7 +372,7 @@ class ColBERTRetriever(Retriever):
             texts,
             is_query=is_query,
             batch_size=self.batch_size,
-            show_progress_bar=self.progress and len(texts) > self.batch_size,
+            show_progress_bar=_bars(self.progress) and len(texts) > self.batch_size,
         )
 
     def _index(self, texts: list):

@@ -5,6 +5,7 @@ __all__ = ['MINILM', 'BGE_SMALL', 'resolve_model', 'model_id', 'EmbeddingCache',
 
 # %% ../../nbs/api/search_dense.ipynb #6260135b
 import hashlib
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -14,6 +15,13 @@ from tqdm.auto import tqdm
 
 from ..core import Retriever
 from ..data import cache_dir
+
+
+def _bars(progress: bool) -> bool:
+    "Show a progress bar? Not if `progress` is off or TQDM_DISABLE is set (the build)."
+    # tqdm reads TQDM_DISABLE only when no `disable=` is passed, and tqdm.auto's
+    # notebook bar always passes one (disable=False): so we read it ourselves
+    return bool(progress) and not os.environ.get("TQDM_DISABLE")
 
 # %% ../../nbs/api/search_dense.ipynb #1377042a
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -192,7 +200,7 @@ class Encoder:
                 total=len(todo),
                 desc=f"encoding with {self.id}",
                 unit="text",
-                disable=not self.progress,
+                disable=not _bars(self.progress),
             ) as bar:
                 for i in range(0, len(todo), bs):
                     part = todo[i : i + bs]
