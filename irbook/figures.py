@@ -584,7 +584,7 @@ def plot_power_curves(
     "Power against n for several differences; the MDD against n at several powers."
     import matplotlib.pyplot as plt
 
-    from .power import mdd, power_t  # on use: the figures need no statistics
+    from irbook.power import mdd, power_t  # on use: the figures need no statistics
 
     ns = np.unique(np.geomspace(5, 5000, 80).astype(int)) if ns is None else ns
     fig, (left, right) = plt.subplots(1, 2, figsize=(7, 3.2))

@@ -316,7 +316,7 @@ def negatives_table(
     runs: dict, qid: str, docs: dict, gold: dict, width: int = 60
 ) -> pd.DataFrame:
     "One question's negatives per method: rank, chunk, cosine, gold or not, snippet."
-    from .synthetic import snippet  # on use: the LLM client is not needed to mine
+    from irbook.synthetic import snippet  # on use: no LLM client needed to mine
 
     return pd.DataFrame(
         [

@@ -522,7 +522,9 @@ def plot_nearest(nearest: np.ndarray, threshold: float = 0.97):
 
     fig, ax = plt.subplots(figsize=(6, 2.5))
     ax.hist(nearest, bins=40)
-    ax.axvline(threshold, color="red", ls="--", label=f"{threshold} (the study's threshold)")
+    ax.axvline(
+        threshold, color="red", ls="--", label=f"{threshold} (the study's threshold)"
+    )
     ax.set_xlabel("cosine to the most similar other question")
     ax.set_ylabel("questions")
     ax.legend(loc="lower right", bbox_to_anchor=(1, 1), frameon=False)  # above the bars
