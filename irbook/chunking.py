@@ -15,7 +15,7 @@ from .metrics.registry import component_recall, component_rr
 
 # %% auto #0
 __all__ = ['DROP_SECTIONS', 'STRATEGIES', 'Block', 'render_code', 'notebook_blocks', 'Chunk', 'paragraph_chunks', 'group_chunks',
-           'count_tokens', 'token_chunks', 'chunk_book', 'ceiling', 'oracle_run']
+           'count_tokens', 'token_chunks', 'chunk_book', 'ceiling', 'oracle_run', 'plot_chunk_sizes']
 
 # %% ../nbs/api/chunking.ipynb #b1acfcf6
 DROP_SECTIONS = ("Questionnaire", "Further Research")
@@ -305,3 +305,31 @@ def oracle_run(chunks: dict, questions: list, k: int = 10) -> dict:
         _, ids = _cover(matching_chunks(q, chunks), k)
         run[q.qid] = {cid: float(len(ids) - r) for r, cid in enumerate(ids)}
     return run
+
+# %% ../nbs/api/chunking.ipynb #800f71dd
+def plot_chunk_sizes(sizes: dict, names: list | None = None):
+    "Step histograms of chunk sizes (whitespace tokens), log x, one line per strategy."
+    import matplotlib.pyplot as plt  # on use, as every irbook plot
+
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for name in names or list(sizes):
+        ax.hist(
+            sizes[name],
+            bins=[2 ** (i / 4) for i in range(0, 48)],
+            histtype="step",
+            lw=1.5,
+            label=name,
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("chunk size (whitespace tokens, log scale)")
+    ax.set_ylabel("chunks")
+    ax.legend(
+        fontsize=9,
+        ncol=2,
+        frameon=False,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.25),
+    )
+    ax.set_title("Chunk sizes per strategy")
+    plt.tight_layout()
+    return fig

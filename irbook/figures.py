@@ -3,7 +3,7 @@
 # %% auto #0
 __all__ = ['LABEL_COLORS', 'plot_ranked', 'label_color', 'plot_ranking', 'plot_query', 'plot_at_k', 'plot_first_relevant',
            'plot_average_precision', 'plot_rbp_weights', 'plot_bpref_pairs', 'plot_log_discount', 'plot_gains',
-           'plot_dcg_vs_ideal', 'plot_forest', 'plot_bootstrap_diff']
+           'plot_dcg_vs_ideal', 'plot_forest', 'plot_bootstrap_diff', 'plot_bounds', 'plot_power_curves']
 
 # %% ../nbs/api/figures.ipynb #a8601961
 import numpy as np
@@ -558,3 +558,49 @@ def plot_bootstrap_diff(res, ax=None, names: tuple = ("a", "b"), bins: int = 50)
     if own:
         ax.figure.tight_layout()
     return ax
+
+# %% ../nbs/api/figures.ipynb #2abc98c2
+def plot_bounds(b: dict, metrics):
+    "Each system's lower-to-upper range per metric (blue: a true bound, orange: not)."
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(metrics), figsize=(7, 2.6), sharey=True)
+    axes = np.atleast_1d(axes)
+    for ax, m in zip(axes, metrics):
+        for y, (s, t) in enumerate(b.items()):
+            lo, hi = t.loc[m, ["lower", "upper"]]
+            ax.plot([lo, hi], [y, y], lw=4, color="C0" if t.loc[m, "bound"] else "C1")
+            ax.plot([lo], [y], "k|", ms=12)
+        ax.set(title=m, xlim=(-0.05, 1.05), xlabel="score, lower to upper")
+    axes[0].set_yticks(range(len(b)), list(b))
+    axes[0].set_ylabel("system")
+    plt.tight_layout()
+    return fig
+
+# %% ../nbs/api/figures.ipynb #dc0bf363
+def plot_power_curves(
+    sd: float = 0.2, diffs=(0.02, 0.05, 0.1), powers=(0.5, 0.8, 0.95), ns=None
+):
+    "Power against n for several differences; the MDD against n at several powers."
+    import matplotlib.pyplot as plt
+
+    from irbook.power import mdd, power_t  # on use: the figures need no statistics
+
+    ns = np.unique(np.geomspace(5, 5000, 80).astype(int)) if ns is None else ns
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7, 3.2))
+    for d in diffs:
+        left.plot(ns, [power_t(d, n, sd) for n in ns], label=f"difference {d}")
+    left.axhline(0.8, color="gray", ls="--", lw=1)
+    left.set(
+        xscale="log", xlabel="questions n", ylabel="power", title=f"power, sd = {sd}"
+    )
+    left.legend(fontsize=9)
+    for pw in powers:
+        right.plot(ns, [mdd(n, sd, power=pw) for n in ns], label=f"power {pw:.0%}")
+    right.set(
+        xscale="log", yscale="log", xlabel="questions n", ylabel="MDD", title="MDD"
+    )
+    right.legend(fontsize=9)
+    right.grid(alpha=0.3, which="both")
+    plt.tight_layout()
+    return fig

@@ -15,7 +15,8 @@ from .search.dense import MINILM, DenseRetriever, Encoder
 
 # %% auto #0
 __all__ = ['MINING_METHODS', 'mine_run', 'mine_negatives', 'first_positive', 'false_negatives', 'false_negative_table',
-           'st_negatives']
+           'st_negatives', 'negatives_table', 'negative_scores', 'plot_false_negatives', 'plot_negative_scores',
+           'plot_margin_sweep']
 
 # %% ../nbs/api/negatives.ipynb #546c90cc
 MINING_METHODS = ("topk", "band", "positive_aware")
@@ -309,6 +310,122 @@ def st_negatives(
             if by_text[neg] not in out[q]:
                 out[q].append(by_text[neg])
     return out
+
+# %% ../nbs/api/negatives.ipynb #ee2f83a1
+def negatives_table(
+    runs: dict, qid: str, docs: dict, gold: dict, width: int = 60
+) -> pd.DataFrame:
+    "One question's negatives per method: rank, chunk, cosine, gold or not, snippet."
+    from irbook.synthetic import snippet  # on use: no LLM client needed to mine
+
+    return pd.DataFrame(
+        [
+            {
+                "method": m,
+                "rank": r,
+                "chunk": d,
+                "cosine": s,
+                "false negative": d in gold[qid],
+                "text": snippet(docs[d], width),
+            }
+            for m in runs
+            for r, (d, s) in enumerate(runs[m][qid].items(), 1)
+        ]
+    ).set_index(["method", "rank"])
+
+
+def negative_scores(
+    run: dict, queries: dict, docs: dict, positives: dict, relevant: dict, encoder
+) -> pd.DataFrame:
+    "Each mined negative: cosine, cosine over its positive's, and whether it is gold."
+    qids = list(queries)
+    pscore = {
+        q: float((encoder.encode([docs[d] for d in positives[q]]) @ qv).min())
+        for q, qv in zip(qids, encoder.encode([queries[q] for q in qids]))
+        if positives[q]
+    }
+    return pd.DataFrame(
+        [
+            {
+                "qid": q,
+                "cosine": s,
+                "ratio": s / pscore[q],
+                "false": d in relevant.get(q, ()),
+            }
+            for q, negs in run.items()
+            if q in pscore
+            for d, s in negs.items()
+        ]
+    )
+
+# %% ../nbs/api/negatives.ipynb #cb139aee
+def plot_false_negatives(table: pd.DataFrame, methods=MINING_METHODS):
+    "Bars: each method's false-negative rate, its count of false negatives on top."
+    import matplotlib.pyplot as plt  # on use, as every irbook plot
+
+    single = table.loc[list(methods)]
+    fig, ax = plt.subplots(figsize=(6, 2.5))
+    ax.bar(single.index, single["false-negative rate"])
+    for i, (r, n) in enumerate(
+        zip(single["false-negative rate"], single["false negatives"])
+    ):
+        ax.text(i, r, f"{n}", ha="center", va="bottom")
+    ax.set_ylabel("share of mined negatives\nthat are gold chunks")
+    ax.set_title("one positive per question, n = 5, depth 50")
+    return fig
+
+
+def plot_negative_scores(neg: pd.DataFrame, band=(0.3, 0.8), margin: float = 0.95):
+    "Histograms of true and false negatives: cosine, and cosine over the positive's."
+    import matplotlib.pyplot as plt
+
+    fig, axs = plt.subplots(1, 2, figsize=(7, 2.8))
+    for ax, col, lines in ((axs[0], "cosine", band), (axs[1], "ratio", (margin,))):
+        # ratios run to +-10 where a positive scores near 0: the panel shows 0 to 2
+        lo, hi = (neg[col].min(), neg[col].max()) if col == "cosine" else (0, 2)
+        bins = np.linspace(lo, hi, 30)
+        for false, label in ((False, "true negatives"), (True, "false negatives")):
+            ax.hist(
+                neg[col][neg["false"] == false].clip(lo, hi),
+                bins=bins,
+                alpha=0.6,
+                label=label,
+                density=True,
+            )
+        for x in lines:
+            ax.axvline(x, color="red", ls="--")
+        ax.set_xlabel(
+            col if col == "cosine" else "cosine / positive's (clipped to 0-2)"
+        )
+    axs[0].set_ylabel("density")
+    fig.legend(  # above the panels, never over the bars
+        *axs[0].get_legend_handles_labels(), loc="upper center", ncol=2, frameon=False
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    return fig
+
+
+def plot_margin_sweep(sweep: pd.DataFrame, n_queries: int):
+    "False-negative rate and negatives per question against the positive-aware margin."
+    import matplotlib.pyplot as plt
+
+    margins = list(sweep.index)
+    fig, ax = plt.subplots(figsize=(6, 2.5))
+    ax.plot(margins, sweep["false-negative rate"], "o-", label="false-negative rate")
+    ax.set_xlabel("margin (ceiling = margin x positive score)")
+    ax.set_ylabel("false-negative rate")
+    ax2 = ax.twinx()
+    ax2.plot(
+        margins,
+        sweep["negatives"] / n_queries,
+        "s--",
+        color="tab:orange",
+        label="negatives per question",
+    )
+    ax2.set_ylabel("negatives per question")
+    fig.legend(loc="upper center", ncol=2, frameon=False)  # above the axes
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    return fig
 
 # %% ../nbs/api/negatives.ipynb #f85518d4
 # renamed (one name per meaning); the old name goes next release

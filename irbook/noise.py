@@ -21,7 +21,7 @@ from .synthetic import LLMClient, LLMError, LLMReplyError, flat_text, llm_config
 __all__ = ['JUDGE_LABELS', 'JUDGE_SCHEMA', 'JUDGE_PROMPT', 'map_citation', 'map_pairs', 'embed', 'near_duplicates',
            'near_duplicate_ids', 'drop_near_duplicates', 'hybrid_search', 'LLMJudge', 'ContainmentJudge',
            'multi_positive_filter', 'positive_counts', 'multi_positive_table', 'easiness_scores', 'easiness_filter',
-           'answerability_judge', 'answerability_filter']
+           'answerability_judge', 'answerability_filter', 'plot_positive_counts', 'nearest_cosine', 'plot_nearest']
 
 # %% ../nbs/api/noise.ipynb #4a804da7
 _SENTENCE = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9`*\[(])")
@@ -495,3 +495,37 @@ def answerability_filter(
     summary.add(stage, "pairs kept", len(kept))
     cols = ["qid", "label", "kept", "judge"]
     return kept, pd.DataFrame(rows, columns=cols).set_index("qid"), summary
+
+# %% ../nbs/api/noise.ipynb #3fcdfbe1
+def plot_positive_counts(mapped: pd.DataFrame, chunking: str = "group-of-3 chunks"):
+    "Bars: questions by their number of positive chunks (`map_pairs`'s `n_pos`)."
+    import matplotlib.pyplot as plt  # on use, as every irbook plot
+
+    counts = mapped.n_pos.value_counts().sort_index()
+    fig, ax = plt.subplots(figsize=(6, 2.5))
+    ax.bar(counts.index.astype(str), counts.values)
+    ax.set_xlabel(f"positive chunks per question ({chunking})")
+    ax.set_ylabel("questions")
+    return fig
+
+
+def nearest_cosine(emb: np.ndarray) -> np.ndarray:
+    "Each row's cosine to its most similar other row (rows L2-normalised)."
+    sim = emb @ emb.T
+    np.fill_diagonal(sim, -1)
+    return sim.max(axis=1)
+
+
+def plot_nearest(nearest: np.ndarray, threshold: float = 0.97):
+    "Histogram of `nearest_cosine`, the near-duplicate threshold dashed."
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 2.5))
+    ax.hist(nearest, bins=40)
+    ax.axvline(
+        threshold, color="red", ls="--", label=f"{threshold} (the study's threshold)"
+    )
+    ax.set_xlabel("cosine to the most similar other question")
+    ax.set_ylabel("questions")
+    ax.legend(loc="lower right", bbox_to_anchor=(1, 1), frameon=False)  # above the bars
+    return fig

@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
 
 # %% auto #0
 __all__ = ['BOOTSTRAP_MIN_N', 'holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'PairedBootstrap',
-           'paired_bootstrap', 'randomization_test', 'level_note', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx']
+           'paired_bootstrap', 'randomization_test', 'level_note', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx',
+           'four_tools', 'shuffled']
 
 # %% ../nbs/api/stats.ipynb #3307a792
 def holm(p) -> np.ndarray:
@@ -273,3 +274,44 @@ def vs_ranx(
                 f"{o[i]} vs {t[i]} ({int(bad.sum())} queries differ)"
             )
     return pd.concat({"irbook": ours, "ranx": theirs}, axis=1)
+
+# %% ../nbs/api/stats.ipynb #62c000ab
+def four_tools(qrels, run, ours, trec, ranx_name=None, irm=None, quiet=False, **kw):
+    "One measure's mean in irbook (both tie rules), ranx, trec_eval and ir_measures."
+    import warnings
+
+    import ranx
+
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore")
+        import pytrec_eval
+
+        te = pytrec_eval.RelevanceEvaluator(qrels, {trec}, **kw).evaluate(run)
+        key = trec.replace(".", "_")
+        out = {
+            "irbook (ranx ties)": evaluate(qrels, run, ours),
+            "irbook (trec_eval)": evaluate(qrels, run, ours, convention="trec_eval"),
+            "ranx": float(
+                ranx.evaluate(ranx.Qrels(qrels), ranx.Run(run), ranx_name or ours)
+            ),
+            "trec_eval": float(np.mean([v[key] for v in te.values()])),
+        }
+        if irm is not None:
+            import ir_measures
+
+            out["ir_measures"] = ir_measures.calc_aggregate([irm], qrels, run)[irm]
+    return out
+
+# %% ../nbs/api/stats.ipynb #bfdc5fb5
+def shuffled(r, seed=0):
+    "`r` (a `Ranked`) with every question's candidates in a fresh random order."
+    from dataclasses import replace
+
+    perm = np.random.default_rng(seed).permuted(
+        np.tile(np.arange(r.depth), (r.n_queries, 1)), axis=1
+    )
+    take = lambda a: np.take_along_axis(a, perm, axis=1)  # noqa: E731
+    return replace(
+        r, rel=take(r.rel), judged=take(r.judged), retrieved=take(r.retrieved)
+    )

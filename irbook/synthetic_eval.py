@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .compare import Comparison, compare
-from .core import Summary, top
+from .compare import Comparison, compare, per_query_table
+from .core import Summary, restrict, top
 from .fastbook import contexts_to_qrels
 from .finetune import pseudo_pairs
 from .noise import map_pairs
@@ -18,10 +18,13 @@ from .search.colbert import pseudo_queries
 from .search.fulltext import tokenize
 from .stats import resample_means
 from .synthetic import generate_qa
+from .unjudged import holes
 
 # %% auto #0
-__all__ = ['CLOZE', 'HEADER', 'SYSTEMS', 'LEXICAL', 'NEURAL', 'SynthQuery', 'offline_queries', 'llm_queries', 'gold_qrels',
-           'system_runs', 'Agreement', 'agreement', 'deviation_interval', 'plot_agreement']
+__all__ = ['CLOZE', 'HEADER', 'SYSTEMS', 'LEXICAL', 'NEURAL', 'SHORT', 'SynthQuery', 'offline_queries', 'llm_queries',
+           'gold_qrels', 'system_runs', 'Agreement', 'agreement', 'deviation_interval', 'plot_agreement',
+           'score_tables', 'mean_scores', 'plot_agreements', 'lexical_gap', 'gap_shift', 'pooled', 'unjudged_share',
+           'rank_by_bounds']
 
 # %% ../nbs/api/synthetic_eval.ipynb #145e621a
 @dataclass(frozen=True)
@@ -317,3 +320,110 @@ def plot_agreement(
     ax.set_ylabel(f"{metric} on synthetic queries")
     ax.set_title(f"r = {a.r:.2f}, tau = {a.tau:.2f}")
     return ax
+
+# %% ../nbs/api/synthetic_eval.ipynb #d32bb01b
+def score_tables(sets: dict, metrics) -> dict:
+    "{(set, metric): queries x systems table} for `sets` = {name: (runs, qrels)}."
+    tables = {}
+    for name, (runs, qrels) in sets.items():
+        t = per_query_table(
+            qrels,
+            {n: restrict(r, qrels) for n, r in runs.items()},
+            metrics,
+            make_comparable=True,
+        )
+        for m in metrics:
+            tables[(name, m)] = t.xs(m, axis=1, level="metric")
+    return tables
+
+
+def mean_scores(
+    tables: dict, human: str = "human", synthetic: str = "synthetic"
+) -> pd.DataFrame:
+    "Each table's mean per system, and per metric the relative deviation of the sets."
+    scores = pd.DataFrame({k: t.mean() for k, t in tables.items()})
+    for m in dict.fromkeys(m for _, m in tables):
+        h, s = scores[(human, m)], scores[(synthetic, m)]
+        scores[("deviation", m)] = (s - h) / h
+    return scores
+
+# %% ../nbs/api/synthetic_eval.ipynb #5b5cbf22
+SHORT = {
+    "FTS5, question terms": "FTS5",
+    "bm25s, stemmed": "bm25s stem",
+    "MiniLM MaxP": "MaxP",
+    "ColBERT re-ranks bm25s top 100": "ColBERT rr",
+    "RRF(bm25s, MiniLM)": "RRF 2",
+    "RRF(bm25s, MiniLM, ColBERT)": "RRF 3",
+}
+
+
+def plot_agreements(agree: dict, short: dict | None = SHORT, width: float = 6):
+    "One `plot_agreement` panel per {metric: Agreement}, stacked; returns the figure."
+    import matplotlib.pyplot as plt  # on use, as every irbook plot
+
+    fig, axes = plt.subplots(len(agree), 1, figsize=(width, 5 * len(agree)))
+    for ax, (m, a) in zip(np.atleast_1d(axes), agree.items()):
+        plot_agreement(a, ax, m, short=short)
+    fig.tight_layout()
+    return fig
+
+# %% ../nbs/api/synthetic_eval.ipynb #0b5e34ae
+def lexical_gap(
+    parts: dict, lexical: tuple = LEXICAL, neural: tuple = NEURAL
+) -> pd.DataFrame:
+    "Per {name: queries x systems table}: queries, lexical and neural means, the gap."
+    gap = pd.DataFrame(
+        {
+            name: {
+                "queries": len(t),
+                "lexical": t[list(lexical)].mean().mean(),
+                "neural": t[list(neural)].mean().mean(),
+            }
+            for name, t in parts.items()
+        }
+    ).T
+    gap["lexical - neural"] = gap.lexical - gap.neural
+    return gap
+
+
+def gap_shift(
+    human: pd.DataFrame,
+    synth: pd.DataFrame,
+    B: int = 1000,
+    lexical: tuple = LEXICAL,
+    neural: tuple = NEURAL,
+) -> tuple[float, float]:
+    "95% bootstrap interval of the lexical - neural gap on `synth` minus on `human`."
+    cols = list(lexical) + list(neural)
+    gaps = [
+        m[:, : len(lexical)].mean(axis=1) - m[:, len(lexical) :].mean(axis=1)
+        for m in (resample_means(t[cols], B, i) for i, t in enumerate((human, synth)))
+    ]
+    lo, hi = np.quantile(gaps[1] - gaps[0], [0.025, 0.975])
+    return float(lo), float(hi)
+
+# %% ../nbs/api/synthetic_eval.ipynb #56e04717
+def pooled(h: pd.DataFrame) -> float:
+    "Unjudged chunks over retrieved chunks, summed over the queries of a hole report."
+    return h.unjudged.sum() / h.retrieved.sum()
+
+
+def unjudged_share(runs: dict, qrels: dict, k: int = 10) -> tuple:
+    "Per system, the share of its top-k chunks nobody judged; and the hole reports."
+    rep = {
+        s: holes(qrels, restrict(r, qrels), k, make_comparable=True)
+        for s, r in runs.items()
+    }
+    return pd.Series({s: pooled(h) for s, h in rep.items()}), rep
+
+
+def rank_by_bounds(between: pd.DataFrame) -> pd.DataFrame:
+    "Each system's rank by its lower and by its upper bound, per metric."
+    return pd.concat(
+        {
+            f"rank by {b}": between[b].rank(ascending=False, method="min")
+            for b in ("lower", "upper")
+        },
+        axis=1,
+    ).astype(int)
