@@ -222,12 +222,6 @@ NOISE = re.compile(
 )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not met yet (issue 26): the last full build (2026-11-24) still had "
-    "stderr in chapter 15 (ColBERT's start-up messages) and tqdm widget state in "
-    "chapters 16 and 18",
-)
 def test_outputs_have_no_stderr_warnings_paths_or_bookkeeping():
     bad = []
     for p in _content_pages():
@@ -315,12 +309,6 @@ def test_every_chapter_ends_with_recap_questions_exercises():
 CODE_BUDGET = int(os.environ.get("IRBOOK_CODE_BUDGET", "5160"))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not met yet (issue 26): 6,377 visible code lines in the course part on "
-    "the last full build (2026-11-24), against 5,160 (40% of the 12,900 before the "
-    "redesign)",
-)
 def test_course_code_line_budget():
     per = {}
     for p in [Path(SITE) / "nbs" / "index.html", *_course_pages()]:
