@@ -12,9 +12,11 @@ import gzip
 import lzma
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,31 +135,59 @@ def setup(d: Path):
         "sys.exit(command())\n"
     )
     script.chmod(0o755)
+    marked = d / "bin" / "irbook-marked"  # the same, with a mark once it has begun
+    marked.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom irbook.entry import command\n"
+        f"open({str(d / 'begun')!r}, 'w').close()\nsys.exit(command())\n"
+    )
+    marked.chmod(0o755)
     (d / "tmp").mkdir()
+
+
+def signalled(cmd: str, d: Path, env: dict) -> tuple:
+    "(status as the shell shows it, stderr) of `cmd` sent SIGINT or SIGTERM."
+    sig = signal.SIGINT if "SIGINT" in cmd else signal.SIGTERM
+    args = cmd.split(" & ")[0].split()
+    start = "start-up" in cmd
+    if start:  # its mark: Python's own start-up (site, .pth files) is over
+        args[0] = "irbook-marked"
+    args[0] = str(d / "bin" / args[0])
+    p = subprocess.Popen(
+        args,
+        cwd=d,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip  (SIGINT as in a terminal, even if this script's is ignored)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60:  # at start-up, or once its spill folder exists
+        if (d / "begun").exists() if start else any((d / "tmp").iterdir()):
+            break
+        time.sleep(0.01)
+    time.sleep(0.02 if start else 0.3)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=120)
+    code = p.returncode
+    return (128 - code if code < 0 else code), err.decode()
 
 
 def run(cmd: str, d: Path) -> tuple:
     "(exit status, first stderr line, files left in TMPDIR) of `cmd` in bash."
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(d / "tmp")}
     env.update(PATH=f"{d / 'bin'}:{env['PATH']}", TQDM_DISABLE="1")
-    script = cmd
-    if "(SIG" in cmd:  # a job started with set -m does not ignore SIGINT
-        sig = "INT" if "SIGINT" in cmd else "TERM"
-        line = cmd.split(" & ")[0]
-        if "start-up" in cmd:  # during the imports: 50 ms after it began
-            wait = "sleep 0.25"
-        else:  # mid-run: once its spill folder exists
-            wait = 'until [ -n "$(ls "$TMPDIR")" ]; do sleep 0.05; done; sleep 0.3'
-        script = f"set -m; {line} >/dev/null & {wait}; kill -{sig} $!; wait $!"
-    elif cmd.endswith("| head -1 >/dev/null") or "| head -1" in cmd:
-        script = f"{cmd}; exit ${{PIPESTATUS[0]}}"
-    r = subprocess.run(
-        ["bash", "-c", script], cwd=d, env=env, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
-    err = [x for x in r.stderr.splitlines() if x.strip() and not x.startswith("[1]")]
+    if "(SIG" in cmd:
+        status, stderr = signalled(cmd, d, env)
+    else:
+        script = f"{cmd}; exit ${{PIPESTATUS[0]}}" if "| head" in cmd else cmd
+        r = subprocess.run(
+            ["bash", "-c", script], cwd=d, env=env, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        status, stderr = r.returncode, r.stderr
+    err = [x for x in stderr.splitlines() if x.strip()]
     left = list((d / "tmp").iterdir())
-    return r.returncode, err[0] if err else "", len(err), left
+    return status, err[0] if err else "", len(err), left
 
 
 def main():
