@@ -11,6 +11,7 @@ import pandas as pd
 from .core import check_k
 from .data import FASTBOOK_CHAPTERS, load_fastbook_chapter
 from .fastbook import as_question, matching_chunks
+from .metrics.registry import component_recall, component_rr
 
 # %% auto #0
 __all__ = ['DROP_SECTIONS', 'STRATEGIES', 'Block', 'render_code', 'notebook_blocks', 'Chunk', 'paragraph_chunks', 'group_chunks',
@@ -281,13 +282,15 @@ def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
     for q in map(as_question, questions):
         sets = matching_chunks(q, chunks)
         m, ids = _cover(sets, k)
-        covered = sum(any(c in s for c in ids) for s in sets)
+        # each component's first rank in the cover: the last chunk of a fewest-chunk
+        # cover is the first to hold some component, so Modified RR is 1 / m
+        ranks = [next((i for i, c in enumerate(ids, 1) if c in s), 0) for s in sets]
         rows.append(
             dict(
                 qid=q.qid,
                 chapter=q.chapter,
-                modified_mrr=1.0 / m if m else 0.0,
-                modified_recall=covered / len(sets),
+                modified_mrr=component_rr(ranks),
+                modified_recall=component_recall(ranks),
                 mrr_loose=float(all(sets)),
                 chunks_needed=m or 0,
             )

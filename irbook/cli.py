@@ -300,6 +300,12 @@ def parser() -> argparse.ArgumentParser:
         help="per query: the unjudged documents of the top K, to send to a judge",
     )
     e.add_argument(
+        "--judge",
+        metavar="JUDGE_QRELS",
+        help="a judge's qrels on every question (QRELS: the human-judged ones): "
+        "PPI++ intervals of each mean and difference, beside the human-only ones",
+    )
+    e.add_argument(
         "--engine",
         choices=("local", "dask"),
         default="local",
@@ -417,6 +423,12 @@ def eval_job(a: argparse.Namespace) -> argparse.Namespace:
         j.report = "spans"
         return j
     j.report = "holes" if a.holes else "bounds" if a.bounds else "scores"
+    if a.judge:  # judge-assisted: PPI intervals (irbook.ppi.judged_eval)
+        if a.per_query or a.bounds or a.holes or a.judged_only or a.power:
+            raise ValueError(
+                "--judge goes with none of -q, --bounds, --holes, -J, --power"
+            )
+        j.report = "judge"
     j.metrics = expand_metrics(a.metrics or DEFAULT_METRICS)
     for m in j.metrics:
         parse_metric(m)
@@ -512,6 +524,24 @@ def _render(j: argparse.Namespace, scores: dict) -> str:
     return with_power(c, j.format, j.power)
 
 
+def _judged(j: argparse.Namespace) -> str:
+    "`--judge`: each mean and difference with PPI++ intervals beside the human ones."
+    from irbook.ppi import judged_eval, judged_report
+
+    with reading(j.qrels):
+        qrels = read_columns(j.qrels, "qrels")
+    with reading(j.judge):
+        judge = read_columns(j.judge, "qrels").to_dict()
+    runs = {}
+    for name, p in _each_run(j.runs):
+        with reading(p):
+            runs[name] = read_run(p)
+    kw = dict(convention=j.convention, make_comparable=j.make_comparable)
+    kw.update(baseline=j.baseline)
+    t = judged_eval(qrels.to_dict(), judge, runs, j.metrics, j.alpha, **kw)
+    return judged_report(t, j.format)
+
+
 def _means_only(j: argparse.Namespace) -> bool:
     "True if the output needs each run's means only (one run, JSON or a text table)."
     if j.report != "scores" or len(j.runs) > 1 or j.per_query:
@@ -523,6 +553,8 @@ def run_eval(a: argparse.Namespace) -> str:
     "The output text of `irbook eval` for parsed arguments `a` (left unchanged)."
     j = eval_job(a)  # every argument checked before any file is read
     with stdin_files(j) as j:  # `-` and pipes: read once, into a file
+        if j.report == "judge":
+            return _judged(j)
         if j.report in ("bounds", "holes"):  # reports on the unjudged documents
             with reading(j.qrels):
                 qrels = read_columns(j.qrels, "qrels")

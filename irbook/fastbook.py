@@ -11,6 +11,7 @@ from ftfy import fix_text
 
 from .core import check_k, deprecated_names, ranking, text_of
 from .data import FASTBOOK_CHAPTERS, load_benchmark
+from .metrics.registry import component_recall, component_rr
 
 # %% auto #0
 __all__ = ['Component', 'Question', 'parse_question', 'load_questions', 'benchmark_stats', 'normalize', 'as_question',
@@ -204,14 +205,12 @@ def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
 # %% ../nbs/api/fastbook.ipynb #e74c0d8a
 def modified_mrr(retrieved: list[str], question, k: int = 10) -> float:
     "1 / the rank by which every answer component is found in the top `k` (else 0)."
-    ranks = first_hits(retrieved, question, k)
-    return 0.0 if 0 in ranks else 1.0 / max(ranks)
+    return component_rr(first_hits(retrieved, question, k))
 
 # %% ../nbs/api/fastbook.ipynb #952e143e
 def modified_recall(retrieved: list[str], question, k: int = 10) -> float:
     "The share of answer components found in the top `k` texts."
-    ranks = first_hits(retrieved, question, k)
-    return sum(r > 0 for r in ranks) / len(ranks)
+    return component_recall(first_hits(retrieved, question, k))
 
 # %% ../nbs/api/fastbook.ipynb #6002fce7
 def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
@@ -231,8 +230,8 @@ def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataF
             dict(
                 qid=q.qid,
                 chapter=q.chapter,
-                modified_mrr=0.0 if 0 in ranks else 1.0 / max(ranks),
-                modified_recall=sum(r > 0 for r in ranks) / len(ranks),
+                modified_mrr=component_rr(ranks),
+                modified_recall=component_recall(ranks),
             )
         )
     return pd.DataFrame(

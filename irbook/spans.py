@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from .chunking import notebook_blocks
 from .core import check_k, ranking
 from .data import FASTBOOK_CHAPTERS, load_fastbook_chapter
 from .fastbook import as_question
+from .metrics.registry import measure_pattern, register
 
 # %% auto #0
 __all__ = ['SPAN_COLUMNS', 'SPAN_METRIC', 'Span', 'locate_all', 'locate', 'merge', 'overlap', 'as_judgments', 'check_layout',
@@ -246,16 +246,19 @@ def span_scores(
     return pd.DataFrame(rows, columns=["qid", *SPAN_COLUMNS]).set_index("qid")
 
 # %% ../nbs/api/spans.ipynb #667690d1
+@register("span_recall")
 def span_recall(judged: dict, run: dict, layout: dict, k=None, budget=None, **kw):
     "Per judged query, the share of its judged text read from the top of `run`."
     return span_scores(judged, run, layout, k, budget, **kw)["span_recall"]
 
 
+@register("span_precision")
 def span_precision(judged: dict, run: dict, layout: dict, k=None, budget=None, **kw):
     "Per judged query, judged characters read over all characters read from `run`."
     return span_scores(judged, run, layout, k, budget, **kw)["span_precision"]
 
 # %% ../nbs/api/spans.ipynb #562db1c8
+@register("group_recall")
 def group_recall(
     judged: dict, run: dict, layout: dict, k: int | None = 10, rule="contain"
 ) -> pd.Series:
@@ -339,7 +342,8 @@ def read_spans(path, texts: dict | None = None) -> dict:
     return {q: list(g.values()) for q, g in out.items()}
 
 # %% ../nbs/api/spans.ipynb #30b97300
-SPAN_METRIC = re.compile(r"^(span_recall|span_precision|group_recall)(?:@(\d+))?$")
+# the span measures' names, from their declarations in irbook.metrics.registry
+SPAN_METRIC = measure_pattern("spans")
 
 
 def span_evaluate(

@@ -22,7 +22,7 @@ LAYERS = [
     ["stats", "power", "figures", "compare", "ppi"],
     ["search.fulltext", "search.dense", "fastbook", "chunking", "spans"],
     ["search.colbert", "search.fusion", "plots", "metrics.runs"],
-    ["jqara", "japanese", "synthetic", "noise", "negatives"],
+    ["jqara", "japanese", "synthetic", "noise", "negatives", "judges"],
     ["finetune"],
     ["part2", "synthetic_eval", "training_filters", "cli"],
 ]

@@ -11,6 +11,7 @@
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,10 +86,51 @@ def test_three_dialects_one_value():
     assert got["RBP(p=0.8)"] == got["rbp.8"]
 
 
+def numbered(qrels, run):
+    "The sample with numeric query ids: gdeval.pl (ir_measures' ERR) reads no others."
+    ids = {q: str(100 + i) for i, q in enumerate(qrels)}
+    return (
+        {ids[q]: v for q, v in qrels.items()},
+        {ids[q]: v for q, v in run.items()},
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_err_against_ir_measures(seed):
+    ir_measures = pytest.importorskip("ir_measures")
+    if shutil.which("perl") is None:
+        pytest.skip("ir_measures computes ERR with gdeval.pl, a perl script")
+    qrels, run = numbered(*sample(seed))
+    names = ["ERR@1", "ERR@5", "ERR@10", "ERR@20"]
+    ours = evaluate(qrels, run, names, per_query=True)
+    for name in names:
+        measure = ir_measures.parse_measure(name)
+        theirs = {
+            m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)
+        }
+        assert set(theirs) == set(qrels)  # a query without a relevant doc: 0 in both
+        for q, v in theirs.items():  # gdeval.pl prints 5 decimals
+            assert ours.loc[q, name] == pytest.approx(v, abs=5.1e-6), (name, q)
+
+
+def test_err_by_hand():
+    "Chapelle et al.'s formula: stop at grade g with (2**g - 1) / 16, ERR = E[1/rank]."
+    qrels = {"q": {"a": 4, "c": 2, "d": 1}}
+    run = {"q": {"a": 0.9, "b": 0.8, "c": 0.7, "d": 0.6}}
+    r1, r3, r4 = 15 / 16, 3 / 16, 1 / 16
+    want = r1 + (1 - r1) * r3 / 3 + (1 - r1) * (1 - r3) * r4 / 4
+    got = evaluate(qrels, run, ["err", "ERR@4", "err@1", "err@4-l2"])
+    assert got["err"] == got["ERR@4"] == pytest.approx(want, abs=1e-15)
+    assert got["err@1"] == pytest.approx(r1)
+    assert got["err@4-l2"] == pytest.approx(r1 + (1 - r1) * r3 / 3)  # label 1 < level 2
+    with pytest.raises(ValueError, match="grades go from 0 to 4"):
+        evaluate({"q": {"a": 5}}, run, "err@10")
+
+
 @pytest.mark.parametrize(
     "name, says",
     [
-        ("ERR@10", "ERR is not available"),
+        ("NERR8@10", "NERR8 is not available"),
         ("infAP", "infAP is not available"),
         ("alpha_nDCG@10", "alpha_nDCG is not available"),
         ("nDCG(dcg=exp-log2)@10", "not 'dcg=exp-log2'"),
@@ -208,14 +250,17 @@ def test_ir_measures_names_on_the_command_line(tmp_path, capsys):
         assert got[irm] == pytest.approx(want[ours], abs=1e-12), irm
 
 
-def test_err_refused_on_the_command_line(tmp_path, capsys):
+def test_refused_on_the_command_line(tmp_path, capsys):
     q, r = write(tmp_path, *sample(6))
-    status, _, err = cli(capsys, "eval", q, r, "-m", "ERR@10")
+    status, _, err = cli(capsys, "eval", q, r, "-m", "infAP")
     assert status == 2
     assert err.splitlines() == [
-        "irbook eval: error: metric 'ERR@10': ir_measures' ERR is not available in "
-        "irbook (expected reciprocal rank is not implemented)"
+        "irbook eval: error: metric 'infAP': ir_measures' infAP is not available in "
+        "irbook (inferred AP needs sampled judgments irbook does not read)"
     ]
+    status, out, _ = cli(capsys, "measures")
+    assert status == 0
+    assert "infAP" in out and "refused: inferred AP needs sampled judgments" in out
 
 
 def test_trec_layout_with_another_convention_says_so(tmp_path, capsys):
@@ -281,3 +326,103 @@ def test_version_and_help_defaults():
         assert default in h, default
     m = sh("measures")
     assert m.returncode == 0 and "nDCG@k" in m.stdout and "ndcg_cut_k" in m.stdout
+
+
+# ------------------------------------------------- other libraries' inputs (Python API)
+MS = ["ndcg@10", "map", "P_5", "RR@10", "recall@20"]
+
+
+def frames(qrels, run, names):
+    "qrels and run as DataFrames with `names` = (query, doc, label, score) columns."
+    import pandas as pd
+
+    q, d, lab, s = names
+    return (
+        pd.DataFrame(
+            [(a, b, v) for a, x in qrels.items() for b, v in x.items()],
+            columns=[q, d, lab],
+        ),
+        pd.DataFrame(
+            [(a, b, v) for a, x in run.items() for b, v in x.items()],
+            columns=[q, d, s],
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    "names",
+    [("qid", "docno", "label", "score"), ("query_id", "doc_id", "relevance", "score")],
+    ids=["pyterrier", "ir_measures"],
+)
+def test_other_libraries_frames(names):
+    qrels, run = sample(9)
+    want = evaluate(qrels, run, MS, per_query=True)
+    qf, rf = frames(qrels, run, names)
+    rf["rank"] = rf.groupby(names[0]).cumcount()  # pyterrier's extra columns are fine
+    for q, r in [(qf, rf), (qf, run), (qrels, rf)]:
+        got = evaluate(q, r, MS, per_query=True)
+        assert got.loc[want.index].equals(want)
+
+
+def test_a_frame_of_no_known_dialect_is_refused():
+    qf, rf = frames(*sample(9), ("qid", "doc", "label", "score"))
+    with pytest.raises(ValueError, match="no column.*pyterrier's \\(qid, docno"):
+        evaluate(qf, rf, "map")
+
+
+def test_ir_measures_named_tuples():
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels, run = sample(10)
+    want = evaluate(qrels, run, MS, per_query=True)
+    qt = [ir_measures.Qrel(q, d, v) for q, x in qrels.items() for d, v in x.items()]
+    rt = [ir_measures.ScoredDoc(q, d, s) for q, x in run.items() for d, s in x.items()]
+    for q, r in [(qt, rt), (iter(qt), (t for t in rt)), (qt, run), (qrels, rt)]:
+        got = evaluate(q, r, MS, per_query=True)
+        assert got.loc[want.index].equals(want)
+    with pytest.raises(ValueError, match="named tuples need the fields.*ScoredDoc"):
+        evaluate(qrels, qt, "map")  # qrels given as the run
+    with pytest.raises(ValueError, match="doc 'd0' repeated"):
+        evaluate(qt + [ir_measures.Qrel(qt[0].query_id, "d0", 1)] * 2, rt, "map")
+
+
+class FakeDataset:
+    "What irbook uses of an ir_datasets dataset: its qrels as named tuples."
+
+    def __init__(self, qrels):
+        from collections import namedtuple
+
+        Qrel = namedtuple("TrecQrel", "query_id doc_id relevance iteration")
+        self.rows = [Qrel(q, d, v, "0") for q, x in qrels.items() for d, v in x.items()]
+
+    def has_qrels(self):
+        return bool(self.rows)
+
+    def qrels_iter(self):
+        return iter(self.rows)
+
+
+def test_ir_datasets_id_and_dataset(monkeypatch):
+    import types
+
+    qrels, run = sample(11)
+    want = evaluate(qrels, run, MS, per_query=True)
+    local = {"irbook/toy": FakeDataset(qrels), "irbook/empty": FakeDataset({})}
+
+    def load(name):
+        if name not in local:
+            raise KeyError(f"{name!r} not found")
+        return local[name]
+
+    fake = types.ModuleType("ir_datasets")
+    fake.load = load
+    monkeypatch.setitem(sys.modules, "ir_datasets", fake)  # registered here, no network
+    for q in ["irbook/toy", local["irbook/toy"]]:
+        got = evaluate(q, run, MS, per_query=True)
+        assert got.loc[want.index].equals(want)
+    with pytest.raises(ValueError, match="ir_datasets has no dataset 'nope/x'"):
+        evaluate("nope/x", run, "map")
+    with pytest.raises(ValueError, match="'irbook/empty' has no qrels"):
+        evaluate("irbook/empty", run, "map")
+    monkeypatch.setitem(sys.modules, "ir_datasets", None)  # not installed
+    with pytest.raises(ValueError, match="ir_datasets is not installed"):
+        evaluate("irbook/toy", run, "map")

@@ -174,3 +174,43 @@ def test_a_constant_bias_of_the_judge_changes_nothing(seed):
         assert (a.low, a.high, a.lam) == pytest.approx(
             (b.low, b.high, b.lam), abs=1e-12
         )
+
+
+def test_normal_quantile_without_scipy():
+    "irbook.ppi takes z from the standard library: the same number as scipy's."
+    import subprocess
+    import sys
+
+    from irbook.ppi import _normal_q
+
+    for a in (0.001, 0.05, 0.1, 0.5, 0.9):
+        assert _normal_q(a) == pytest.approx(stats.norm.ppf(1 - a / 2), abs=1e-12)
+    code = "import sys, irbook.ppi; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr  # the CLI imports irbook.ppi
+
+
+def test_judged_eval_human_columns_are_the_classical_interval():
+    from irbook.metrics import evaluate
+    from irbook.ppi import judged_eval
+
+    rng = np.random.default_rng(5)
+    qids, docs = [f"q{i}" for i in range(30)], ["a", "b", "c", "d"]
+    truth = {q: {d: int(rng.random() < 0.4) for d in docs} for q in qids}
+    judge = {q: {d: 1 - v if rng.random() < 0.2 else v for d, v in lab.items()}
+             for q, lab in truth.items()}  # fmt: skip
+    runs = {r: {q: {d: rng.random() for d in docs} for q in qids} for r in "XY"}
+    human = {q: truth[q] for q in qids[:12]}
+    t = judged_eval(human, judge, runs, "precision@2", alpha=ALPHA)
+    y = {
+        r: evaluate(human, {q: runs[r][q] for q in human}, "precision@2", True)
+        for r in runs
+    }
+    for r, row in t.set_index("run").iterrows():
+        ref = classical_mean_ci(y[r]["precision@2"].to_numpy(), alpha=ALPHA)
+        assert [row.human_low, row.human_high] == pytest.approx(np.ravel(ref))
+    row = t[t.baseline.notna()].iloc[0]
+    d = (y["Y"] - y["X"])["precision@2"].to_numpy()
+    ref = classical_mean_ci(d, alpha=ALPHA)
+    assert [row.human_diff_low, row.human_diff_high] == pytest.approx(np.ravel(ref))
+    assert bool(row.significant) == (row.p_holm < ALPHA)

@@ -309,7 +309,9 @@ def test_every_chapter_ends_with_recap_questions_exercises():
 
 
 # visible code lines in the course part (landing page and chapters), today's budget; the
-# reference pages hold the library's source and are not counted
+# reference pages hold the library's source and are not counted. A cell's lines are
+# those the reader sees: its rendered text without the blank lines the HTML adds
+# before and after it (about three per cell), blank lines inside the code included.
 CODE_BUDGET = int(os.environ.get("IRBOOK_CODE_BUDGET", "5160"))
 
 
@@ -322,7 +324,8 @@ CODE_BUDGET = int(os.environ.get("IRBOOK_CODE_BUDGET", "5160"))
 def test_course_code_line_budget():
     per = {}
     for p in [Path(SITE) / "nbs" / "index.html", *_course_pages()]:
-        per[p.name] = sum(len(c.splitlines()) for c in _cell_inputs(p.read_text()))
+        cells = _cell_inputs(p.read_text())
+        per[p.name] = sum(len(c.strip("\n").splitlines()) for c in cells)
     total = sum(per.values())
     top = sorted(per.items(), key=lambda kv: -kv[1])[:5]
     assert total <= CODE_BUDGET, (

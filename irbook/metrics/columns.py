@@ -196,6 +196,18 @@ def table_columns(q, d, v, kind: str) -> Columns:
 
 # %% ../../nbs/api/metrics_columns.ipynb #b74afdc5
 FRAME_COLUMNS = ("q_id", "doc_id", "score")  # ranx's from_df names, for both kinds
+_FRAME_DIALECTS = {  # other libraries' frames: pyterrier's, ir_measures'
+    "qrels": (("qid", "docno", "label"), ("query_id", "doc_id", "relevance")),
+    "run": (("qid", "docno", "score"), ("query_id", "doc_id", "score")),
+}
+
+
+def _frame_dialect(names, kind: str, columns) -> tuple:
+    "`columns`, or pyterrier's or ir_measures' columns where ranx's are absent."
+    if tuple(columns) != FRAME_COLUMNS or all(c in names for c in columns):
+        return tuple(columns)
+    found = [d for d in _FRAME_DIALECTS.get(kind, ()) if all(c in names for c in d)]
+    return found[0] if found else tuple(columns)
 
 
 @patch(cls_method=True)
@@ -208,9 +220,14 @@ def from_frame(cls: Columns, df, kind: str, columns=FRAME_COLUMNS) -> Columns:
         if isinstance(df, pa.Table)
         else pa.Table.from_pandas(df, preserve_index=False)
     )
+    columns = _frame_dialect(t.column_names, kind, columns)
     missing = [c for c in columns if c not in t.column_names]
     if missing:
-        raise ValueError(f"{kind}: no column {missing} (has {t.column_names})")
+        raise ValueError(
+            f"{kind}: no column {missing} (has {t.column_names}); irbook reads ranx's "
+            "(q_id, doc_id, score), pyterrier's (qid, docno, label or score) and "
+            "ir_measures' (query_id, doc_id, relevance or score) columns"
+        )
     q, d, v = (t.column(c) for c in columns)
     if q.null_count or d.null_count or v.null_count:
         raise ValueError(f"{kind}: missing values in {list(columns)}")

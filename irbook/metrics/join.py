@@ -299,13 +299,73 @@ def _from_ranx(qrels, run) -> Joined:
     return Joined(qids, jl, qa[:, 1], rl, rlab, ra[:, 1], docs, rids, in_run)
 
 # %% ../../nbs/api/metrics_join.ipynb #5e1621e0
+def _dataset(name: str):
+    "The ir_datasets dataset `name`, whose qrels a string names."
+    try:
+        import ir_datasets  # only for a qrels given by its ir_datasets id
+    except ImportError:
+        raise ValueError(
+            f"qrels {name!r}: a string is read as an ir_datasets id, and ir_datasets "
+            "is not installed (pip install ir_datasets); read a qrels file with "
+            "read_qrels"
+        ) from None
+    try:
+        ds = ir_datasets.load(name)
+    except KeyError:
+        raise ValueError(f"qrels: ir_datasets has no dataset {name!r}") from None
+    if hasattr(ds, "has_qrels") and not ds.has_qrels():
+        raise ValueError(f"qrels: ir_datasets' {name!r} has no qrels")
+    return ds
+
+
+_TUPLE_FIELDS = {  # ir_measures' Qrel and ScoredDoc, ir_datasets' qrels
+    "qrels": ("query_id", "doc_id", "relevance"),
+    "run": ("query_id", "doc_id", "score"),
+}
+
+
+def _tuple_columns(x, kind: str):
+    "Columns of an iterable of named tuples (ir_measures' Qrel / ScoredDoc), or None."
+    if hasattr(x, "items") or isinstance(x, (str, bytes)) or not hasattr(x, "__iter__"):
+        return None
+    if is_qrels(x) or is_run(x):
+        return None
+    rows, fields = iter(x), _TUPLE_FIELDS[kind]
+    first = next(rows, None)
+    if not hasattr(first, "_fields"):  # not named tuples: the dict path says why
+        return None
+    q, d, v = [], [], []
+    for t in chain([first], rows):
+        try:
+            q.append(str(getattr(t, fields[0])))
+            d.append(str(getattr(t, fields[1])))
+            v.append(getattr(t, fields[2]))
+        except AttributeError:
+            raise ValueError(
+                f"{kind}: named tuples need the fields {', '.join(fields)} "
+                f"(ir_measures' {'Qrel' if kind == 'qrels' else 'ScoredDoc'}), got "
+                f"{getattr(t, '_fields', type(t).__name__)}"
+            ) from None
+    import pyarrow as pa  # the columnar path needs pyarrow anyway
+
+    try:
+        table = pa.table(dict(zip(fields, (q, d, pa.array(v, pa.float64())))))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        raise ValueError(f"{kind}: a {fields[2]} that is not a number") from None
+    return Columns.from_frame(table, kind, fields)
+
+
 def _as_columns(x, kind: str):
-    "`x` as Columns if it is a table (DataFrame, pyarrow Table) or already Columns."
+    "`x` as Columns if it is a table, named tuples, an ir_datasets id or Columns."
     if isinstance(x, Columns):
         return x
     if type(x).__module__.split(".")[0] in ("pandas", "pyarrow"):  # a table
         return Columns.from_frame(x, kind)
-    return None
+    if kind == "qrels" and isinstance(x, str):  # an ir_datasets id
+        x = _dataset(x)
+    if kind == "qrels" and hasattr(x, "qrels_iter"):  # an ir_datasets dataset
+        x = x.qrels_iter()
+    return _tuple_columns(x, kind)
 
 
 def _inputs(qrels, run, make_comparable: bool) -> tuple:

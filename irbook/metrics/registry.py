@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -13,27 +13,123 @@ from ..core import check_k
 from .join import Ranked, to_ranked
 
 # %% auto #0
-__all__ = ['METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'ALL_TREC', 'WALKTHROUGH', 'RANX_EXAMPLES', 'register', 'check_p',
-           'ratio', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'expand_metrics', 'from_ir_measures',
-           'measure_names', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'judged', 'drop_unjudged', 'aggregate',
+__all__ = ['MEASURES', 'METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'ALL_TREC', 'ERR_MAX_GRADE', 'WALKTHROUGH',
+           'RANX_EXAMPLES', 'Measure', 'register', 'measure_pattern', 'check_p', 'ratio', 'parse_metric',
+           'from_trec_eval', 'to_trec_eval', 'expand_metrics', 'from_ir_measures', 'measure_names', 'num_q', 'num_ret',
+           'num_rel', 'num_rel_ret', 'judged', 'drop_unjudged', 'err', 'component_rr', 'component_recall', 'aggregate',
            'score_ranked', 'evaluate', 'agrees_printed', 'printed_beside']
 
 # %% ../../nbs/api/metrics_registry.ipynb #08ad263a
+@dataclass(frozen=True)
+class Measure:
+    "A measure, declared once: name, parameters, its other names, meaning."
+
+    name: str  # irbook's name: ranx's, where ranx has the measure
+    meaning: str  # one line: what `irbook measures` prints beside the names
+    params: tuple = ("k",)  # k: cut-off (0: all); p: RBP persistence; x: recall level
+    trec: tuple = ()  # trec_eval's names: "X" plain, "X_k" / "X_x" with the parameter
+    irm: tuple = ()  # ir_measures' names, "@k" where it takes a cut-off (first printed)
+    agg: str = "mean"  # how per-query values become one number: mean, sum or gmean
+    ranx: bool = True  # ranx computes it too (`METRICS`), else `TREC_ONLY`
+    kind: str = "ranked"  # ranked: fn(r, k, rel_lvl) of a `Ranked`; or spans, ...
+    home: str = ""  # for the other kinds: the function that scores them
+    fn: object = None  # the function, filed by `register`
+
+    def __post_init__(self):
+        if self.agg not in ("mean", "sum", "gmean"):
+            raise ValueError(f"agg must be 'mean', 'sum' or 'gmean', got {self.agg!r}")
+
+
+_SPAN = dict(kind="spans", home="irbook.spans.span_evaluate (irbook eval --chunks)")
+_PARTS = dict(kind="components", home="irbook.fastbook.score_run")
+# every measure irbook knows, once; each chapter's kernel is filed under its name by
+# `register`. Chapter 2 (`irbook.metrics.sets`), 3 (`rank`), 4 (`graded`), this page
+MEASURES: dict = {m.name: m for m in [
+    Measure("hits", "Number of relevant docs in the top k (all retrieved when k = 0)."),
+    Measure("hit_rate", "1 if at least one relevant doc is in the top k, else 0.",
+            trec=("success_k",), irm=("Success@k",)),
+    Measure("precision", "Relevant docs in the top k divided by k (by the number "
+            "retrieved when k = 0).", trec=("P_k", "set_P"), irm=("P@k", "SetP")),
+    Measure("recall", "Relevant docs in the top k divided by all relevant docs of the "
+            "query (R).", trec=("recall_k", "set_recall"), irm=("R@k", "SetR")),
+    Measure("f1", "Harmonic mean of precision@k and recall@k (0 when both are 0).",
+            trec=("set_F",), irm=("SetF",)),
+    Measure("r-precision", "Precision at rank R, R = the query's number of relevant "
+            "docs.", params=(), trec=("Rprec",), irm=("Rprec",)),
+    Measure("mrr", "Reciprocal rank of the first relevant doc in the top k (else 0).",
+            trec=("recip_rank",), irm=("RR@k",)),
+    Measure("map", "Average precision: precision at each relevant rank <= k, divided "
+            "by R.", trec=("map", "map_cut_k"), irm=("AP@k",)),
+    Measure("gm_map", "Average precision per query; over queries, the geometric mean.",
+            params=(), trec=("gm_map",), agg="gmean", ranx=False),
+    Measure("iprec_at_recall", "Interpolated precision at recall level x: the best "
+            "precision from that rank on.", params=("x",),
+            trec=("iprec_at_recall_x",), irm=("IPrec@x",), ranx=False),
+    Measure("rbp", "Rank-biased precision with persistence p (rbp.8: p = 0.8).",
+            params=("p",), irm=("RBP(p=p)",)),
+    Measure("bpref", "Binary preference (Buckley & Voorhees 2004, trec_eval's rule).",
+            params=(), trec=("bpref",), irm=("Bpref",)),
+    Measure("dcg", "DCG at k with the label as gain (Järvelin & Kekäläinen).",
+            trec=("dcg",)),
+    Measure("dcg_burges", "DCG at k with gain 2**label - 1 (Burges et al.)."),
+    Measure("ndcg", "Normalised DCG at k with the label as gain.",
+            trec=("ndcg", "ndcg_cut_k"), irm=("nDCG@k",)),
+    Measure("ndcg_burges", "Normalised DCG at k with Burges' gain 2**label - 1."),
+    Measure("num_q", "1 per query: summed, the number of queries scored.", params=(),
+            trec=("num_q",), irm=("NumQ",), agg="sum", ranx=False),
+    Measure("num_ret", "Documents retrieved (in the top k), summed over queries.",
+            trec=("num_ret",), irm=("NumRet",), agg="sum", ranx=False),
+    Measure("num_rel", "Documents judged relevant in the qrels (R), summed over "
+            "queries.", params=(), trec=("num_rel",), irm=("NumRel",), agg="sum",
+            ranx=False),
+    Measure("num_rel_ret", "Relevant documents retrieved (in the top k), summed over "
+            "queries.", trec=("num_rel_ret",), irm=("NumRet(rel=1)",), agg="sum",
+            ranx=False),
+    Measure("judged", "Share of the top k with a judgement (label >= 0).",
+            irm=("Judged@k",), ranx=False),
+    Measure("err", "Expected reciprocal rank at k (Chapelle et al. 2009), grades 0-4.",
+            irm=("ERR@k",), ranx=False),
+    Measure("span_recall", "Share of the judged text read from the top k chunks "
+            "(chapter 12).", **_SPAN),
+    Measure("span_precision", "Judged characters read over all characters read from "
+            "the top k chunks (chapter 12).", **_SPAN),
+    Measure("group_recall", "Share of a question's span groups held by a top-k chunk "
+            "(chapter 12).", **_SPAN),
+    Measure("modified_mrr", "1 / the rank by which every answer component is found in "
+            "the top k, 0 if one is missing (fastbook).", **_PARTS),
+    Measure("modified_recall", "Share of a question's answer components found in the "
+            "top k (fastbook).", **_PARTS),
+]}  # fmt: skip
 METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
 TREC_ONLY: dict = {}  # measures ranx lacks: trec_eval's counts, gm_map, iprec
 AGGREGATES: dict = {}  # metric name -> how its per-query values become one number
 
 
-def register(name: str, agg: str = "mean", ranx: bool = True):
-    "Decorator: register a metric function `fn(r, k=0, rel_lvl=1)` under its name."
-    if agg not in ("mean", "sum", "gmean"):
-        raise ValueError(f"agg must be 'mean', 'sum' or 'gmean', got {agg!r}")
+def register(name: str, agg: str | None = None, ranx: bool | None = None):
+    "Decorator: file a metric function `fn(r, k, rel_lvl)` under its declared measure."
+    m = MEASURES.get(name) or Measure(
+        name, "", agg=agg or "mean", ranx=ranx is not False
+    )
+    if agg not in (None, m.agg) or ranx not in (None, m.ranx):
+        raise ValueError(
+            f"register({name!r}): declared with agg={m.agg!r}, ranx={m.ranx}, "
+            f"not agg={agg!r}, ranx={ranx}"
+        )
 
     def deco(fn):
-        (METRICS if ranx else TREC_ONLY)[name], AGGREGATES[name] = fn, agg
+        doc = (fn.__doc__ or "").strip().split("\n")[0]
+        MEASURES[name] = replace(m, fn=fn, meaning=m.meaning or doc)
+        if m.kind == "ranked":  # the others are scored by their `home`
+            (METRICS if m.ranx else TREC_ONLY)[name], AGGREGATES[name] = fn, m.agg
         return fn
 
     return deco
+
+
+def measure_pattern(kind: str) -> re.Pattern:
+    "The names of the measures of `kind` with an optional `@k`, as a regex."
+    names = "|".join(m.name for m in MEASURES.values() if m.kind == kind)
+    return re.compile(rf"^({names})(?:@(\d+))?$")
 
 # %% ../../nbs/api/metrics_registry.ipynb #f36653c6
 def check_p(p, what="p"):
@@ -102,6 +198,11 @@ def parse_metric(metric: str) -> tuple:
             check_k(param, metric)
         else:
             param = 0
+    if name in MEASURES and MEASURES[name].kind != "ranked":
+        raise ValueError(
+            f"metric {metric!r}: {name} is not scored from qrels; "
+            f"{MEASURES[name].home} scores it"
+        )
     if name not in METRICS and name not in TREC_ONLY:
         raise ValueError(
             f"unknown metric {name!r} in {metric!r}; known: "
@@ -110,18 +211,16 @@ def parse_metric(metric: str) -> tuple:
     return name, param, rel_lvl
 
 # %% ../../nbs/api/metrics_registry.ipynb #e1f2a3b4
-_TREC_CUT = {  # trec_eval measure with a cut-off -> irbook name
-    "P": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map",
-    "success": "hit_rate", "iprec_at_recall": "iprec_at_recall",
-}  # fmt: skip
-_TREC_PLAIN = {  # trec_eval measure without parameter -> irbook name
-    "map": "map", "gm_map": "gm_map", "ndcg": "ndcg", "recip_rank": "mrr",
-    "Rprec": "r-precision", "bpref": "bpref", "num_q": "num_q", "num_ret": "num_ret",
-    "num_rel": "num_rel", "num_rel_ret": "num_rel_ret", "set_P": "precision",
-    "set_recall": "recall", "set_F": "f1", "dcg": "dcg",
-}  # fmt: skip
+# trec_eval's names, from the declarations: "X_k" takes a cut-off, "X_x" a recall level
+_TREC_CUT = {
+    t[:-2]: m.name for m in MEASURES.values() for t in m.trec if t[-2:] in ("_k", "_x")
+}
+_TREC_PLAIN = {
+    t: m.name for m in MEASURES.values() for t in m.trec if t[-2:] not in ("_k", "_x")
+}
+_TREC_LEVEL = {t[:-2] for m in MEASURES.values() for t in m.trec if t.endswith("_x")}
 # trec_eval's bare "rbp" (p = 0.9) is spelled rbp.9 here: a bare "rbp" stays an error
-_TREC_RE = re.compile(r"(P|recall|ndcg_cut|map_cut|success|iprec_at_recall)_([\d.]+)")
+_TREC_RE = re.compile(rf"({'|'.join(_TREC_CUT)})_([\d.]+)")
 
 
 def from_trec_eval(name: str) -> str | None:
@@ -131,7 +230,7 @@ def from_trec_eval(name: str) -> str | None:
     if base in _TREC_PLAIN:
         return _TREC_PLAIN[base] + tail
     m = _TREC_RE.fullmatch(base)
-    if m and (m[1] == "iprec_at_recall" or m[2].isdigit()):
+    if m and (m[1] in _TREC_LEVEL or m[2].isdigit()):
         return f"{_TREC_CUT[m[1]]}@{m[2]}{tail}"
     return None
 
@@ -167,7 +266,9 @@ ALL_TREC = (
     + [f"ndcg_cut_{k}" for k in _TREC_CUTS] + [f"map_cut_{k}" for k in _TREC_CUTS]
     + [f"success_{k}" for k in (1, 5, 10)] + ["set_P", "set_recall", "set_F"]
 )  # fmt: skip
-_TREC_DOT = re.compile(r"(P|recall|ndcg_cut|map_cut|success)\.(\d+(?:,\d+)*)")
+_TREC_DOT = re.compile(
+    rf"({'|'.join(t for t in _TREC_CUT if t not in _TREC_LEVEL)})\.(\d+(?:,\d+)*)"
+)
 
 
 def _expand(m: str) -> list:
@@ -189,14 +290,11 @@ def expand_metrics(metrics) -> list:
     return [x for m in names for x in (_expand(m) if isinstance(m, str) else [m])]
 
 # %% ../../nbs/api/metrics_registry.ipynb #a10d1a02
-_IRM = {  # ir_measures' measure -> irbook name (same meaning; tests/test_dialects.py)
-    "nDCG": "ndcg", "P": "precision", "R": "recall", "RR": "mrr", "AP": "map",
-    "Judged": "judged", "Bpref": "bpref", "Success": "hit_rate", "NumRet": "num_ret",
-    "NumQ": "num_q", "NumRel": "num_rel", "Rprec": "r-precision", "SetP": "precision",
-    "SetR": "recall", "SetF": "f1", "RBP": "rbp", "IPrec": "iprec_at_recall",
-}  # fmt: skip
-_IRM_REFUSED = {  # ir_measures' measures irbook lacks, and why
-    "ERR": "expected reciprocal rank is not implemented",
+_IRM = {}  # ir_measures' measure -> irbook name, from the declarations (same meaning)
+for _m in MEASURES.values():  # NumRet(rel=1) is NumRet's, read by from_ir_measures
+    for _i in _m.irm:
+        _IRM.setdefault(re.match(r"\w+", _i)[0], _m.name)
+_IRM_REFUSED = {  # ir_measures' measures irbook lacks, and why (`irbook measures`)
     "infAP": "inferred AP needs sampled judgments irbook does not read",
     "Compat": "compatibility needs an ideal ranking irbook does not read",
     "alpha_nDCG": "diversity measures need subtopic judgments",
@@ -261,57 +359,46 @@ def from_ir_measures(name: str) -> str | None:
 
 
 def measure_names() -> list:
-    "Every registered measure: (irbook name, trec_eval's, ir_measures', meaning)."
-    irm = {v: k for k, v in reversed(_IRM.items())} | {"num_rel_ret": "NumRet(rel=1)"}
-    cuts = ("precision", "recall", "ndcg", "map", "hit_rate", "mrr", "judged")
-    extra = {
-        "rbp": (".8", None, "(p=0.8)"),
-        "iprec_at_recall": ("@0.5", "_0.50", "@0.5"),
-    }
+    "Every measure (irbook name, trec_eval's, ir_measures', meaning), then the refused."
+    shown = {"k": "@k", "p": ".p", "x": "@x"}
     rows = []
-    for name, fn in {**METRICS, **TREC_ONLY}.items():
-        cut = "@k" if name in cuts else ""
-        ours, trec, i = name + cut, to_trec_eval(name), irm.get(name)
-        if cut and to_trec_eval(f"{name}@10"):
-            trec = to_trec_eval(f"{name}@10").replace("_10", "_k")
-        elif cut and trec:
+    for m in MEASURES.values():
+        tail = "".join(shown[p] for p in m.params)
+        cut = [t for t in m.trec if t[-2:] in ("_k", "_x")]
+        trec = cut[0] if cut else m.trec[0] if m.trec else None
+        if trec and tail and not cut:  # trec_eval's measure scores the whole ranking
             trec += " (no cut-off)"
-        if name in extra:
-            tail, ttail, itail = extra[name]
-            ours, trec = name + tail, ttail and name + ttail
-            i = i and i + itail
-        elif i and cut:
-            i += cut
-        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        rows.append((ours, trec, i, doc))
+        irm = m.irm[0] if m.irm else None
+        rows.append((m.name + tail, trec, irm, m.meaning))
+    rows += [("-", None, i, f"refused: {why}") for i, why in _IRM_REFUSED.items()]
     return rows
 
 # %% ../../nbs/api/metrics_registry.ipynb #e1f2a3b6
-@register("num_q", agg="sum", ranx=False)
+@register("num_q")
 def num_q(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "1 per query: summed, the number of queries scored (trec_eval's num_q)."
     return np.ones(r.n_queries)
 
 
-@register("num_ret", agg="sum", ranx=False)
+@register("num_ret")
 def num_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Documents retrieved (in the top `k`), summed over queries as trec_eval does."
     return r.cut(k).astype(np.float64)
 
 
-@register("num_rel", agg="sum", ranx=False)
+@register("num_rel")
 def num_rel(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Documents judged >= `rel_lvl` in the qrels (R), summed over queries."
     return r.n_rel(rel_lvl).astype(np.float64)
 
 
-@register("num_rel_ret", agg="sum", ranx=False)
+@register("num_rel_ret")
 def num_rel_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Relevant documents retrieved (in the top `k`), summed over queries."
     return (r.relevant(rel_lvl) & r.top(k)).sum(1).astype(np.float64)
 
 # %% ../../nbs/api/metrics_registry.ipynb #588a48f6
-@register("judged", ranx=False)
+@register("judged")
 def judged(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     "Share of the top `k` with a judgement (label >= 0): ir_measures' Judged@k."
     return ratio((r.judged & r.top(k)).sum(1), r.cut(k))
@@ -328,6 +415,40 @@ def drop_unjudged(r: Ranked) -> Ranked:
     if ids is not None:
         ids = np.where(real, np.take_along_axis(ids, order, 1), None)
     return replace(r, rel=rel, judged=real, retrieved=real.copy(), doc_ids=ids)
+
+# %% ../../nbs/api/metrics_registry.ipynb #588fc331
+ERR_MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: a grade-4 document stops 15 users in 16
+
+
+@register("err")
+def err(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+    "Expected reciprocal rank at `k` (Chapelle et al. 2009), as ir_measures' ERR@k."
+    labels = r.rel[:, : min(k, r.depth) if k > 0 else r.depth]
+    g = np.where(labels >= rel_lvl, labels, 0.0)
+    if g.size and g.max() > ERR_MAX_GRADE:
+        raise ValueError(
+            f"err: grades go from 0 to {ERR_MAX_GRADE} (gdeval's scale, which "
+            f"ir_measures' ERR uses), got label {int(g.max())}"
+        )
+    ranks = np.arange(1, g.shape[1] + 1)
+    stop = np.where(ranks <= r.cut(k)[:, None], np.exp2(g) - 1, 0.0)
+    stop /= 2.0**ERR_MAX_GRADE  # the chance a user stops at each rank, if reached
+    reach = np.cumprod(np.c_[np.ones(len(g)), 1 - stop[:, :-1]], axis=1)
+    return (stop * reach / ranks).sum(1)
+
+# %% ../../nbs/api/metrics_registry.ipynb #fd770f84
+@register("modified_mrr")
+def component_rr(ranks) -> float:
+    "Modified RR from each answer component's first rank in the top k (0: not found)."
+    ranks = list(ranks)
+    return 0.0 if 0 in ranks else 1.0 / max(ranks)
+
+
+@register("modified_recall")
+def component_recall(ranks) -> float:
+    "Modified recall: the share of answer components with a rank (0: not found)."
+    ranks = list(ranks)
+    return sum(r > 0 for r in ranks) / len(ranks)
 
 # %% ../../nbs/api/metrics_registry.ipynb #39482245
 def aggregate(metric: str, values) -> float:
