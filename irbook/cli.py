@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import signal
@@ -11,16 +12,14 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 import irbook
-from .compare import FORMATS, TESTS, compare, per_query_table, render
+from .compare import FORMATS, TESTS
 from .core import deprecated_names
-from .data import DataError
 from irbook.metrics import (
     CONVENTIONS,
     TIES,
     Columns,
+    aggregate,
     evaluate,
     expand_metrics,
     parse_metric,
@@ -28,18 +27,18 @@ from irbook.metrics import (
     read_run,
     run_tag,
 )
-from .metrics.distributed import evaluate_distributed
-from .metrics.registry import measure_names
+from .metrics.registry import AGGREGATES
 from .metrics.stream import MEMORY, evaluate_file
-from .power import SIM_TESTS, mdd_sim, n_for_sim, pilot_diffs, plan, power_columns
-from .ppi import judged_eval, judged_report
-from .spans import read_layout, read_spans, read_texts, span_evaluate
-from .unjudged import bounds, holes
+from .power import SIM_TESTS
+
+# imported where used, so that a command loads only what it needs (a small file is
+# scored in a few tenths of a second): pandas (tables, comparisons), scipy (t-test),
+# tqdm (a bar), dask, the span, unjudged and power reports
 
 # %% auto #0
 __all__ = ['DEFAULT_METRICS', 'run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'k_arg', 'parser',
-           'span_runs', 'unjudged_report', 'render_report', 'tagged', 'run_eval', 'with_power', 'plan_arguments',
-           'run_plan', 'stdin_files', 'measures_table', 'main', 'command']
+           'span_runs', 'unjudged_report', 'render_report', 'tagged', 'eval_job', 'run_eval', 'with_power',
+           'plan_arguments', 'run_plan', 'stdin_files', 'measures_table', 'main', 'command']
 
 # %% ../nbs/api/cli.ipynb #fad3f2ab
 def run_name(path) -> str:
@@ -55,6 +54,8 @@ _NUMPY_REPR = re.compile(r"np\.\w+\(([^()]*)\)")  # numpy 2 reprs: np.str_('q1')
 
 def message(e: BaseException, path=None) -> str:
     "`e` as one line in the command's words, naming the file `path` when known."
+    from irbook.data import DataError  # on use: an error's wording only
+
     if isinstance(e, OSError) and e.strerror:
         where = e.filename or path
         text = e.strerror + (f": {where}" if where is not None else "")
@@ -86,6 +87,32 @@ def reading(path):
         raise InputError(message(e, path)) from e
 
 # %% ../nbs/api/cli.ipynb #7fb34505
+def _each_run(paths: list):
+    "(name, path) of every run file, in order; two runs with one name are refused."
+    names = [run_name(p) for p in paths]
+    for name in names:
+        if names.count(name) > 1:
+            raise ValueError(f"two runs are named {name!r}: rename one of the files")
+    return list(zip(names, paths))
+
+
+def _bar(paths: list, progress: bool | None):
+    "`paths`, with a bar on stderr when a person watches and there are several runs."
+    # a terminal, more than one run, and not turned off by tqdm's own switch,
+    # TQDM_DISABLE (the book's build sets it)
+    quiet = progress is False or (
+        progress is None
+        and (
+            len(paths) < 2 or not sys.stderr.isatty() or bool(os.getenv("TQDM_DISABLE"))
+        )
+    )
+    if quiet:
+        return paths
+    from tqdm.auto import tqdm  # on use: most commands show no bar
+
+    return tqdm(paths, desc="evaluating", unit="run", file=sys.stderr)
+
+
 def score_runs(
     qrels: dict,
     paths: list,
@@ -102,22 +129,13 @@ def score_runs(
     "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
     qd, out = None, {}
-    # a bar on stderr, when a person watches (a terminal) and there is more than one
-    # run; tqdm's own switch, TQDM_DISABLE, turns it off (the book's build sets it)
-    quiet = progress is False or (
-        progress is None
-        and (
-            len(paths) < 2 or not sys.stderr.isatty() or bool(os.getenv("TQDM_DISABLE"))
-        )
-    )
-    for p in tqdm(paths, desc="evaluating", unit="run", disable=quiet, file=sys.stderr):
-        name = run_name(p)
-        if name in out:
-            raise ValueError(f"two runs are named {name!r}: rename one of the files")
-        kw = dict(per_query=per_query, make_comparable=make_comparable)
-        kw.update(convention=convention)
+    kw = dict(per_query=per_query, make_comparable=make_comparable)
+    kw.update(convention=convention)
+    for name, p in _bar(_each_run(paths), progress):
         with reading(p):
             if engine == "dask":  # partitions scored by dask workers (appendix 08)
+                from irbook.metrics.distributed import evaluate_distributed
+
                 if Path(p).suffix in (".lz4", ".json"):
                     raise ValueError("--engine dask reads TREC or parquet runs")
                 if judged_only:
@@ -305,9 +323,12 @@ def parser() -> argparse.ArgumentParser:
 # %% ../nbs/api/cli.ipynb #7fb27b941602401d91542211134fc71a
 def span_runs(a: argparse.Namespace) -> dict:
     "`{run name: per-query span metrics}`: `irbook eval SPANS RUN --chunks LAYOUT`."
+    from irbook.spans import read_layout, read_spans, read_texts, span_evaluate
+
     metrics = a.metrics or ["span_recall@10", "span_precision@10"]
     if a.per_query and len(a.runs) > 1:
         raise ValueError("-q/--per-query takes one run")
+    runs = _each_run(a.runs)
     with reading(a.chunks):
         layout = read_layout(a.chunks)
     texts = None
@@ -317,9 +338,7 @@ def span_runs(a: argparse.Namespace) -> dict:
     with reading(a.qrels):
         judged = read_spans(a.qrels, texts)
     out = {}
-    for p in a.runs:
-        if (name := run_name(p)) in out:
-            raise ValueError(f"two runs are named {name!r}: rename one of the files")
+    for name, p in runs:
         with reading(p):
             out[name] = span_evaluate(judged, read_run(p), layout, metrics, a.budget)
     return out
@@ -337,12 +356,11 @@ def unjudged_report(
     "Each run's `bounds` of `metrics` (or its `holes` of the top `holes_k`): a table."
     import pandas as pd  # on use: a command line that does not need it stays fast
 
+    from irbook.unjudged import bounds, holes
+
     qd, out = None, {}
     kw = dict(convention=convention, make_comparable=make_comparable)
-    for p in paths:
-        name = run_name(p)
-        if name in out:
-            raise ValueError(f"two runs are named {name!r}: rename one of the files")
+    for name, p in _each_run(paths):
         with reading(p):
             if Path(p).suffix in (".lz4", ".json"):  # as score_runs reads them
                 qd = qd or qrels.to_dict()
@@ -390,77 +408,163 @@ def tagged(table, paths: list, baseline=None) -> tuple:
     return table.rename(columns=tags, level=0), tags.get(baseline, baseline)
 
 
-def run_eval(a: argparse.Namespace) -> str:
-    "The output text of `irbook eval` for parsed arguments `a`."
+def eval_job(a: argparse.Namespace) -> argparse.Namespace:
+    "`irbook eval`'s arguments checked, before any file is read: a new namespace."
+    j = argparse.Namespace(**vars(a))  # `a` itself is left as it was
     if a.power is not None and (a.per_query or len(a.runs) < 2):
         raise ValueError("--power needs two runs or more to compare, without -q")
-    if a.chunks is not None:  # QRELS holds span judgments (chapter 12's JSON Lines)
-        table = per_query_table(None, span_runs(a))
-        if a.per_query:
-            return render(table, a.format, per_query=True)
-        return with_power(
-            compare(table, a.baseline, a.test, a.alpha), a.format, a.power
-        )
-    a.metrics = expand_metrics(a.metrics or DEFAULT_METRICS)
-    for m in a.metrics:
-        parse_metric(m)
-    if a.ties:  # the old flag: its name is the convention now
-        print("irbook eval: --ties is deprecated: use --convention", file=sys.stderr)
-        a.convention = a.ties
-    if a.per_query and len(a.runs) > 1:
-        raise ValueError("-q/--per-query takes one run")
-    names = [run_name(p) for p in a.runs]
-    if a.baseline is not None and a.baseline not in names:
-        raise ValueError(f"--baseline {a.baseline!r} is not a run: {', '.join(names)}")
-    if not 0 <= a.memory <= _MAX_MB:  # checked before any file is read
+    if a.power is not None and a.format == "trec":
         raise ValueError(
-            f"--memory takes MB, from 0 (no limit) to {_MAX_MB:,}, got {a.memory:,}"
+            "--power does not fit trec_eval's layout: pick another --format"
         )
-    with reading(a.qrels):
-        qrels = read_columns(a.qrels, "qrels")
+    if [a.qrels, *a.runs].count("-") > 1:
+        raise ValueError("standard input (-) can be read once: give it as one file")
+    if a.chunks is not None:  # QRELS holds span judgments (chapter 12's JSON Lines)
+        j.report = "spans"
+        return j
+    j.report = "holes" if a.holes else "bounds" if a.bounds else "scores"
     if a.judge:  # judge-assisted: PPI intervals (irbook.ppi.judged_eval)
         if a.per_query or a.bounds or a.holes or a.judged_only or a.power:
             raise ValueError(
                 "--judge goes with none of -q, --bounds, --holes, -J, --power"
             )
-        if len(set(names)) < len(names):
-            raise ValueError("two runs have one name: rename one of the files")
-        with reading(a.judge):
-            judge = read_columns(a.judge, "qrels").to_dict()
-        runs = {}
-        for p in a.runs:
-            with reading(p):
-                runs[run_name(p)] = read_run(p)
-        kw = dict(convention=a.convention, make_comparable=a.make_comparable)
-        kw.update(baseline=a.baseline)
-        t = judged_eval(qrels.to_dict(), judge, runs, a.metrics, a.alpha, **kw)
-        return judged_report(t, a.format)
-    if a.bounds or a.holes:  # reports on the unjudged documents, not scores
+        j.report = "judge"
+    j.metrics = expand_metrics(a.metrics or DEFAULT_METRICS)
+    for m in j.metrics:
+        parse_metric(m)
+    if a.ties:  # the old flag: its name is the convention now
+        print("irbook eval: --ties is deprecated: use --convention", file=sys.stderr)
+        j.convention, j.ties = a.ties, None
+    if a.per_query and len(a.runs) > 1:
+        raise ValueError("-q/--per-query takes one run")
+    names = [name for name, _ in _each_run(a.runs)]
+    if a.baseline is not None and a.baseline not in names:
+        raise ValueError(f"--baseline {a.baseline!r} is not a run: {', '.join(names)}")
+    if not 0 <= a.memory <= _MAX_MB:
+        raise ValueError(
+            f"--memory takes MB, from 0 (no limit) to {_MAX_MB:,}, got {a.memory:,}"
+        )
+    if j.report != "scores":  # reports on the unjudged documents, not scores
         if a.bounds and a.holes or a.judged_only:
             raise ValueError("use one of --bounds, --holes and -J/--judged-only")
-        kw = dict(per_query=a.per_query, convention=a.convention)
-        t = unjudged_report(qrels, a.runs, a.metrics, a.holes, **kw)
-        return render_report(t, a.format)
-    args = (qrels, a.runs, a.metrics, a.convention, a.make_comparable)
-    kw = dict(judged_only=a.judged_only, engine=a.engine, scheduler=a.scheduler)
-    kw.update(memory=a.memory * 2**20)
-    if a.scheduler and a.engine != "dask":
+        if a.format == "trec":  # as render_report says
+            render_report(None, "trec")
+    elif a.scheduler and a.engine != "dask":
         raise ValueError("--scheduler goes with --engine dask")
-    if len(a.runs) == 1 and not a.per_query and a.format == "json":  # no table needed
-        return render(score_runs(*args, per_query=False, **kw), "json")
-    table = per_query_table(None, score_runs(*args, **kw))
-    if a.format == "trec":  # trec_eval's runid line: the run's tag, not its file name
-        table, a.baseline = tagged(table, a.runs, a.baseline)
-    if a.per_query:
-        text = render(table, a.format, per_query=True)
-    else:
-        c = compare(table, a.baseline, a.test, a.alpha)
-        text = with_power(c, a.format, a.power)
-    if (
-        a.format == "trec" and a.convention != "trec_eval"
-    ):  # say whose numbers these are
-        print(
-            f"irbook eval: trec_eval's layout with {a.convention}'s numbers: "
+    return j
+
+# %% ../nbs/api/cli.ipynb #c0ffee02
+def _scores(j: argparse.Namespace, per_query: bool = True) -> dict:
+    "Every run's scores (per query, or means): spans, or qrels and runs read once."
+    if j.report == "spans":
+        return span_runs(j)
+    with reading(j.qrels):
+        qrels = read_columns(j.qrels, "qrels")
+    kw = dict(judged_only=j.judged_only, engine=j.engine, scheduler=j.scheduler)
+    kw.update(memory=j.memory * 2**20, per_query=per_query)
+    return score_runs(qrels, j.runs, j.metrics, j.convention, j.make_comparable, **kw)
+
+
+def _means_text(name: str, means: dict) -> str:
+    "One run's means as `render`'s text table prints them (pandas' layout, no pandas)."
+    cells = [("NaN" if v != v else f"{v:.4f}") for v in means.values()]
+    w = [max(3, len(name)), max([6, *map(len, means)]), max([4, *map(len, cells)])]
+    lines = [" " * (w[0] + w[1] + 2) + "mean".rjust(w[2])]
+    lines.append(f"{'run':<{w[0]}} {'metric':<{w[1]}} {'':{w[2]}}")
+    for i, (m, text) in enumerate(zip(means, cells)):
+        lines.append(f"{name if i == 0 else '':<{w[0]}} {m:<{w[1]}} {text:>{w[2]}}")
+    return "\n".join(lines)
+
+
+def _trec_eval_total(metric: str, values) -> float:
+    "`metric`'s 'all' value as trec_eval 10 sums it: query after query, then divided."
+    kind = AGGREGATES.get(parse_metric(metric)[0], "mean")
+    if kind == "sum":  # counts: exact in any order
+        return aggregate(metric, values)
+    total = 0.0  # a float64, as trec_eval's C double, added in its order
+    for v in values:
+        total += math.log(max(v, 1e-5)) if kind == "gmean" else v
+    return math.exp(total / len(values)) if kind == "gmean" else total / len(values)
+
+
+def _trec_text(table, per_query: bool = False) -> str:
+    "trec_eval's layout of a per-query table, its 'all' lines summed as trec_eval does."
+    from irbook.compare import _trec  # the layout's one home
+
+    order = sorted(table.index, key=lambda q: str(q).encode())  # strcmp: its order
+    lines = []
+    for run in dict.fromkeys(table.columns.get_level_values(0)):
+        x = table[run].loc[order]
+        totals = {m: _trec_eval_total(m, x[m].tolist()) for m in x.columns}
+        lines += _trec(run, totals, len(table), table[run] if per_query else None)
+    return "\n".join(lines)
+
+
+def _render(j: argparse.Namespace, scores: dict) -> str:
+    "The output of `irbook eval`: its runs' scores compared and rendered, once."
+    from irbook.compare import compare, per_query_table, render
+
+    first = next(iter(scores.values()))
+    if isinstance(first, dict):  # one run's means (`_means_only`): no table needed
+        if j.format == "json":
+            return render(scores, "json")
+        return _means_text(*next(iter(scores.items())))
+    table, baseline = per_query_table(None, scores), j.baseline
+    trec = j.format == "trec" and j.report == "scores"
+    if trec:  # trec_eval's runid line: the run's tag, not its file name
+        table, baseline = tagged(table, j.runs, baseline)
+    if trec and j.convention == "trec_eval" and j.per_query:
+        return _trec_text(table, per_query=True)
+    if j.per_query:
+        return render(table, j.format, per_query=True)
+    c = compare(table, baseline, j.test, j.alpha)
+    if trec and j.convention == "trec_eval":
+        with_power(c, "trec")  # its note on stderr, if any
+        return _trec_text(table)
+    return with_power(c, j.format, j.power)
+
+
+def _judged(j: argparse.Namespace) -> str:
+    "`--judge`: each mean and difference with PPI++ intervals beside the human ones."
+    from irbook.ppi import judged_eval, judged_report
+
+    with reading(j.qrels):
+        qrels = read_columns(j.qrels, "qrels")
+    with reading(j.judge):
+        judge = read_columns(j.judge, "qrels").to_dict()
+    runs = {}
+    for name, p in _each_run(j.runs):
+        with reading(p):
+            runs[name] = read_run(p)
+    kw = dict(convention=j.convention, make_comparable=j.make_comparable)
+    kw.update(baseline=j.baseline)
+    t = judged_eval(qrels.to_dict(), judge, runs, j.metrics, j.alpha, **kw)
+    return judged_report(t, j.format)
+
+
+def _means_only(j: argparse.Namespace) -> bool:
+    "True if the output needs each run's means only (one run, JSON or a text table)."
+    if j.report != "scores" or len(j.runs) > 1 or j.per_query:
+        return False
+    return j.format == "json" or (j.format == "table" and j.engine == "local")
+
+
+def run_eval(a: argparse.Namespace) -> str:
+    "The output text of `irbook eval` for parsed arguments `a` (left unchanged)."
+    j = eval_job(a)  # every argument checked before any file is read
+    with stdin_files(j) as j:  # `-` and pipes: read once, into a file
+        if j.report == "judge":
+            return _judged(j)
+        if j.report in ("bounds", "holes"):  # reports on the unjudged documents
+            with reading(j.qrels):
+                qrels = read_columns(j.qrels, "qrels")
+            kw = dict(per_query=j.per_query, convention=j.convention)
+            t = unjudged_report(qrels, j.runs, j.metrics, j.holes, **kw)
+            return render_report(t, j.format)
+        text = _render(j, _scores(j, per_query=not _means_only(j)))
+    if j.format == "trec" and j.report == "scores" and j.convention != "trec_eval":
+        print(  # say whose numbers these are
+            f"irbook eval: trec_eval's layout with {j.convention}'s numbers: "
             "add --convention trec_eval for trec_eval's",
             file=sys.stderr,
         )
@@ -470,6 +574,9 @@ def run_eval(a: argparse.Namespace) -> str:
 def with_power(c, fmt: str = "table", power: float | None = None) -> str:
     "`render(c, fmt)`, with each comparison's MDD and questions needed (`--power`)."
     from dataclasses import replace
+
+    from irbook.compare import render
+    from irbook.power import power_columns
 
     if c.note:  # the test cannot hold alpha on this few questions: say so, once
         print(f"irbook eval: note: {c.note}", file=sys.stderr)
@@ -521,16 +628,20 @@ def run_plan(a: argparse.Namespace) -> str:
     "The output text of `irbook plan`: MDD and questions needed, from pilot runs."
     import pandas as pd  # on use: see the imports
 
-    a.metrics = expand_metrics(a.metrics)
-    for m in a.metrics:
+    from irbook.compare import per_query_table
+    from irbook.power import mdd_sim, n_for_sim, pilot_diffs, plan
+
+    metrics = expand_metrics(a.metrics)  # `a` is left as it was
+    for m in metrics:
         parse_metric(m)
     if len(a.runs) < 2:
         raise ValueError("plan needs two pilot runs or more")
-    with reading(a.qrels):
-        qrels = read_columns(a.qrels, "qrels")
-    scores = score_runs(qrels, a.runs, a.metrics, a.convention, a.make_comparable)
+    with stdin_files(a) as a:
+        with reading(a.qrels):
+            qrels = read_columns(a.qrels, "qrels")
+        scores = score_runs(qrels, a.runs, metrics, a.convention, a.make_comparable)
     table, rows = per_query_table(None, scores), []
-    for m in a.metrics:
+    for m in metrics:
         x = table.xs(m, axis=1, level="metric")
         p = plan(x, a.diff, a.n, a.alpha, a.power).assign(metric=m, test=a.test)
         if a.test != "t":  # the same plan, simulated with the test itself
@@ -550,32 +661,60 @@ def run_plan(a: argparse.Namespace) -> str:
     return out.to_string(index=False, float_format=lambda v: f"{v:.4f}")
 
 # %% ../nbs/api/cli.ipynb #ef904524
+def _once(path) -> bool:
+    "True if `path` can be read only once: `-`, a pipe, a FIFO, a terminal."
+    if path == "-":
+        return True
+    try:
+        p = Path(path)
+        return p.exists() and not p.is_file() and not p.is_dir()
+    except OSError:  # a name too long, a loop of links: the reader will say
+        return False
+
+
 @contextmanager
 def stdin_files(a: argparse.Namespace):
-    "`-` as the qrels or a run: standard input, copied once to a file, read as any."
-    names = [x for x in ("qrels", "runs") if hasattr(a, x)]
-    paths = [getattr(a, "qrels", None)] + list(getattr(a, "runs", []) or [])
-    if paths.count("-") == 0:
-        yield
+    "`a` with `-` and pipes as files: each read once, copied, then read as any file."
+    given = [getattr(a, "qrels", None), *(getattr(a, "runs", None) or [])]
+    if [p for p in given if p is not None and _once(p)] == []:
+        yield a
         return
-    if paths.count("-") > 1:
+    if given.count("-") > 1:
         raise ValueError("standard input (-) can be read once: give it as one file")
     import shutil
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="irbook-stdin-") as d:
-        path = str(Path(d) / "stdin")
-        with open(path, "wb") as f:
-            shutil.copyfileobj(sys.stdin.buffer, f)
-        if "qrels" in names and a.qrels == "-":
-            a.qrels = path
-        if "runs" in names:
-            a.runs = [path if x == "-" else x for x in a.runs]
-        yield
+        copies = {}
+        for i, p in enumerate(given):
+            if p is None or p in copies or not _once(p):
+                continue
+            # the copy keeps the file's name, so the run keeps its name (stdin for -)
+            copies[p] = Path(d) / str(i) / ("stdin" if p == "-" else Path(p).name)
+            copies[p].parent.mkdir()
+            with reading(p), open(copies[p], "wb") as f:
+                if p == "-":
+                    shutil.copyfileobj(sys.stdin.buffer, f)
+                else:
+                    with open(p, "rb") as src:
+                        shutil.copyfileobj(src, f)
+        j = argparse.Namespace(**vars(a))
+        if getattr(a, "qrels", None) in copies:
+            j.qrels = str(copies[a.qrels])
+        if getattr(a, "runs", None):
+            j.runs = [str(copies.get(p, p)) for p in a.runs]
+        try:
+            yield j
+        except Exception as e:  # its message names the input as it was given
+            text = message(e)
+            for p, copy in copies.items():
+                text = text.replace(str(copy), "standard input" if p == "-" else p)
+            raise InputError(text) from e
 
 
 def measures_table() -> str:
     "`irbook measures`: every measure with its ranx, trec_eval and ir_measures names."
+    from irbook.metrics.registry import measure_names
 
     rows = [("ranx / irbook", "trec_eval", "ir_measures", "meaning")]
     rows += [(r, t or "-", i or "-", doc) for r, t, i, doc in measure_names()]
@@ -591,13 +730,9 @@ def main(argv=None) -> int:
         a = parser().parse_args(argv)
     except SystemExit as e:  # --help (0), or a bad argument already reported (2)
         return e.code if isinstance(e.code, int) else 2
+    commands = dict(eval=run_eval, plan=run_plan, measures=lambda a: measures_table())
     try:
-        with stdin_files(a):
-            text = (
-                measures_table()
-                if a.command == "measures"
-                else (run_plan(a) if a.command == "plan" else run_eval(a))
-            )
+        text = commands[a.command](a)
     except Exception as e:  # every failure is one line; KeyboardInterrupt goes through
         if _STOPPED:  # a signal's exception turned into another: it ends the command
             raise _Stopped(_STOPPED[0]) from None

@@ -226,3 +226,68 @@ def test_zst_without_zstandard(tmp_path):
     )
     assert r.returncode == 2
     one_line(r.stderr, "install irbook[zstd]")
+
+
+# ------------------------------------------------------------ start-up
+# the console script as pip writes it, with a mark once `irbook.entry` is imported: a
+# signal during Python's own start-up (site, .pth files) is Python's, not the command's
+SCRIPT = (
+    "import sys\nfrom irbook.entry import command\nopen(sys.argv.pop(1), 'w').close()\n"
+    "sys.exit(command())\n"
+)
+
+
+def started(mark: Path, timeout: float = 20):
+    "Wait until the command has begun (its mark exists)."
+    t0 = time.monotonic()
+    while not mark.exists() and time.monotonic() - t0 < timeout:
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signal_during_import(tmp_path, sig):
+    "A signal while the console script imports the command line: one line, its status."
+    q, r = small(tmp_path)
+    mark = tmp_path / "started"
+    p = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, mark, "eval", q, r, "-m", "map"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(tmp_path),
+    )
+    started(mark)
+    time.sleep(0.02)  # inside the imports (numpy, pyarrow: a tenth of a second or more)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=30)
+    if p.returncode != 0:  # 0: the machine was fast, the command ended before it
+        assert p.returncode == -sig, err  # by the signal: the shell shows 128 + sig
+        word = "interrupted" if sig == signal.SIGINT else "terminated"
+        assert err.decode() == f"irbook eval: {word}\n"
+        assert out == b""
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_sigint_during_import_in_shell(tmp_path):
+    "In the shell: status 130 and one line."
+    q, r = small(tmp_path)
+    # set -m: a job started with & does not ignore SIGINT, as in an interactive shell
+    script = f'set -m; {sys.executable} -c "$3" "$4" eval "$1" "$2" -m map & '
+    script += 'while [ ! -e "$4" ]; do sleep 0.005; done; kill -INT $!; wait $!'
+    status, out, err = shell(script, tmp_path, q, r, SCRIPT, tmp_path / "started")
+    assert status in (0, 130), err
+    if status == 130:
+        assert out == "" and err.startswith("irbook eval: interrupted\n"), err
+        assert "Traceback" not in err  # the rest is the shell's own job report
+
+
+def test_version_without_imports(tmp_path):
+    "--version imports nothing of the command line."
+    code = SCRIPT.replace("sys.exit(command())", "command(); print(list(sys.modules))")
+    r = subprocess.run(
+        [sys.executable, "-c", code, tmp_path / "m", "--version"],
+        capture_output=True,
+        text=True,
+        env=env(tmp_path),
+    )
+    assert r.returncode == 0 and r.stdout.startswith("irbook "), r.stderr
+    assert "numpy" not in r.stdout.splitlines()[1]

@@ -13,9 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
-from .columns import Columns, columns_problem, table_columns
+from irbook.metrics.columns import (
+    Columns,
+    arrow_numpy,
+    columns_problem,
+    table_columns,
+)
 
 # %% auto #0
 __all__ = ['compression_of', 'file_stamp', 'file_changed', 'read_columns', 'read_blocks', 'parse_block', 'run_tag', 'read_qrels',
@@ -121,24 +125,26 @@ def _read_bytes(path, progress: bool | None = None) -> bytes:
     with _source(path) as (f, raw, _):
         size = os.fstat(raw.fileno()).st_size
         show = sys.stderr.isatty() if progress is None else progress
-        bar = tqdm(
-            total=size,
-            desc=path.name,
-            unit="B",
-            unit_scale=True,
-            file=sys.stderr,
-            disable=not show or size < _BIG or not raw.seekable(),
-            leave=False,
-        )
-        parts = []
-        try:
-            while chunk := f.read(-1 if bar.disable else _CHUNK):
-                parts.append(chunk)
-                if bar.disable:  # one read, the whole file; a pipe cannot tell()
-                    break
-                bar.update(raw.tell() - bar.n)  # compressed bytes: the file's size
-        finally:
-            bar.close()
+        if not show or size < _BIG or not raw.seekable():  # no bar: one read
+            parts = [f.read()]  # a pipe cannot tell() its place
+        else:
+            from tqdm.auto import tqdm  # on use: a command line with no bar skips it
+
+            bar = tqdm(
+                total=size,
+                desc=path.name,
+                unit="B",
+                unit_scale=True,
+                file=sys.stderr,
+                leave=False,
+            )
+            parts = []
+            try:
+                while chunk := f.read(_CHUNK):
+                    parts.append(chunk)
+                    bar.update(raw.tell() - bar.n)  # compressed bytes: the file's size
+            finally:
+                bar.close()
     data = parts[0] if len(parts) == 1 else b"".join(parts)
     return data[3:] if data.startswith(_BOM) else data
 
@@ -269,7 +275,7 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
         return None  # a missing value: an empty field where a number belongs
     if any(_has_empty(t.column(n)) for n, ty in types.items() if ty in text):
         return None  # an empty field: two separators in a row, one at a line end
-    values = np.asarray(t.column(f"f{col}").to_numpy(), np.float64)
+    values = np.asarray(arrow_numpy(t.column(f"f{col}")), np.float64)
     c = table_columns(t.column("f0"), t.column("f2"), values, kind)
     if any(not q or q.startswith("#") for q in c.qids) or columns_problem(c):
         return None  # a comment line, a repeated doc, a score that is not finite

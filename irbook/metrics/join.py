@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from ..core import check_label, check_same_queries, check_score
-from .columns import Columns
+from .columns import Columns, arrow_numpy, numpy_arrow
 from .conventions import RANX, Convention, get_convention, pad_rows
 from .ranx_compat import is_qrels, is_run, ranx_rows, sorted_ids
 
@@ -225,11 +225,12 @@ def _judged_docs(qc: Columns, rc: Columns, rows: np.ndarray) -> tuple:
 
     uq, qcode = np.unique(np.asarray(qc.doc_ids(), dtype=str), return_inverse=True)
     if rc.docs is None:  # integer run ids meet the qrels ids that are integers
-        ints = pa.array([_plain_int(x) for x in uq], pa.int64())
-        code = pc.index_in(pa.array(rc.dcode[rows]), ints)
+        ints = numpy_arrow(np.array([_plain_int(x) for x in uq], np.int64))
+        code = pc.index_in(numpy_arrow(rc.dcode[rows]), ints)
     else:  # string ids: look each unique run id up once
-        code = pc.index_in(pa.array(rc.docs, pa.string()), pa.array(uq, pa.string()))
-    code = code.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        docs = rc.docs if isinstance(rc.docs, pa.Array) else numpy_arrow(rc.docs)
+        code = pc.index_in(docs.cast(pa.string()), numpy_arrow(uq))
+    code = arrow_numpy(code, null=-1).astype(np.int64)
     return qcode.ravel(), code if rc.docs is None else code[rc.dcode[rows]]
 
 # %% ../../nbs/api/metrics_join.ipynb #42429c7c
