@@ -25,6 +25,7 @@ LAYERS = [
     ["jqara", "japanese", "synthetic", "noise", "negatives", "judges"],
     ["finetune"],
     ["part2", "synthetic_eval", "training_filters", "cli"],
+    ["entry"],
 ]
 ORDER = [m for layer in LAYERS for m in layer]
 RANK = {m: i for i, m in enumerate(ORDER)}
