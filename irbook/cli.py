@@ -489,14 +489,14 @@ def _trec_eval_total(metric: str, values) -> float:
 
 def _trec_text(table, per_query: bool = False) -> str:
     "trec_eval's layout of a per-query table, its 'all' lines summed as trec_eval does."
-    from irbook.compare import _trec  # the layout's one home
+    from irbook.compare import trec_lines  # the layout's one home
 
     order = sorted(table.index, key=lambda q: str(q).encode())  # strcmp: its order
     lines = []
     for run in dict.fromkeys(table.columns.get_level_values(0)):
         x = table[run].loc[order]
         totals = {m: _trec_eval_total(m, x[m].tolist()) for m in x.columns}
-        lines += _trec(run, totals, len(table), table[run] if per_query else None)
+        lines += trec_lines(run, totals, len(table), table[run] if per_query else None)
     return "\n".join(lines)
 
 

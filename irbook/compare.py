@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
 
 # %% auto #0
 __all__ = ['TESTS', 'PAIRS', 'COLUMNS', 'CEILING_SHARE', 'FORMATS', 'SHOWN', 'named_runs', 'per_query_table', 'paired_p',
-           'Comparison', 'compare', 'verdict', 'trec_name', 'render', 'plot_comparison', 'VsPublished', 'vs_published']
+           'Comparison', 'compare', 'verdict', 'trec_name', 'trec_lines', 'render', 'plot_comparison', 'VsPublished',
+           'vs_published']
 
 # %% ../nbs/api/compare.ipynb #54f1b238
 def _scored(x, metrics):
@@ -410,7 +411,7 @@ def _trec_line(measure: str, qid, value) -> str:
     return f"{trec_name(measure):<22}\t{qid}\t{text}"
 
 
-def _trec(name: str, means: Mapping, n=None, per_query=None) -> list[str]:
+def trec_lines(name: str, means: Mapping, n=None, per_query=None) -> list[str]:
     "trec_eval's layout for one run: per-query rows (sorted ids), then the 'all' rows."
     out = []
     if per_query is not None:
@@ -501,7 +502,7 @@ def _render_scores(scores: pd.DataFrame, fmt: str) -> str:
         lines = []
         for r in runs:
             totals = {m: aggregate(m, v) for m, v in scores[r].items()}
-            lines += _trec(r, totals, len(scores), scores[r])
+            lines += trec_lines(r, totals, len(scores), scores[r])
         return "\n".join(lines)
     one = scores[runs[0]].rename_axis(columns=None) if len(runs) == 1 else scores
     if fmt == "json":
@@ -553,7 +554,7 @@ def render(x, fmt: str = "table", per_query: bool = False) -> str:
         return _json(next(iter(means.values())) if len(means) == 1 else means)
     if fmt == "trec":
         n = x.table.n.iloc[0] if isinstance(x, Comparison) else None
-        return "\n".join(line for r, m in means.items() for line in _trec(r, m, n))
+        return "\n".join(line for r, m in means.items() for line in trec_lines(r, m, n))
     t = x.table if isinstance(x, Comparison) else _means_table(means)
     if fmt == "json":
         return _json(t.to_dict("records"))

@@ -11,6 +11,7 @@ import numpy as np
 from .metrics.graded import gain
 from .metrics.join import Ranked, to_ranked
 from .metrics.rank import average_precision, bpref, mrr
+from .power import mdd, power_t
 
 # %% ../nbs/api/figures.ipynb #a31405ff
 def plot_ranked(r: Ranked, title: str = ""):
@@ -583,8 +584,6 @@ def plot_power_curves(
 ):
     "Power against n for several differences; the MDD against n at several powers."
     import matplotlib.pyplot as plt
-
-    from irbook.power import mdd, power_t  # on use: the figures need no statistics
 
     ns = np.unique(np.geomspace(5, 5000, 80).astype(int)) if ns is None else ns
     fig, (left, right) = plt.subplots(1, 2, figsize=(7, 3.2))

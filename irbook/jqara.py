@@ -27,7 +27,7 @@ from irbook.data import (
     load_jqara_run,
 )
 from .metrics import evaluate, read_qrels
-from .search.dense import _bars  # tqdm.auto in Jupyter ignores TQDM_DISABLE
+from .search.dense import show_bars  # tqdm.auto in Jupyter ignores TQDM_DISABLE
 
 # %% ../nbs/api/jqara.ipynb #eabfe7b5
 LEADERBOARD_METRICS = ("ndcg@10", "mrr@10")  # the columns the JQaRA README publishes
@@ -64,7 +64,7 @@ def load_runs(names=None, missing: str = "raise", restrict_to=None) -> dict:
         )
     runs, skipped = {}, []
     for name in tqdm(
-        names, desc="loading JQaRA runs", leave=False, disable=not _bars(True)
+        names, desc="loading JQaRA runs", leave=False, disable=not show_bars(True)
     ):
         try:
             run = load_jqara_run(name)
@@ -112,7 +112,7 @@ def leaderboard(
         named_runs(runs).items(),
         desc=f"scoring ({engine})",
         leave=False,
-        disable=not _bars(True),
+        disable=not show_bars(True),
     ):
         if engine == "irbook":
             res = _score(

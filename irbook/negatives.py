@@ -12,6 +12,7 @@ from fastcore.meta import delegates
 from .core import Summary, check_k, deprecated_names
 from .fastbook import matching_chunks
 from .search.dense import MINILM, DenseRetriever, Encoder
+from .synthetic import snippet
 
 # %% auto #0
 __all__ = ['MINING_METHODS', 'mine_run', 'mine_negatives', 'first_positive', 'false_negatives', 'false_negative_table',
@@ -316,7 +317,6 @@ def negatives_table(
     runs: dict, qid: str, docs: dict, gold: dict, width: int = 60
 ) -> pd.DataFrame:
     "One question's negatives per method: rank, chunk, cosine, gold or not, snippet."
-    from irbook.synthetic import snippet  # on use: no LLM client needed to mine
 
     return pd.DataFrame(
         [

@@ -76,6 +76,12 @@ def test_imports_run_downward(name):
         )
 
 
+# the command line's modules import what a command uses when it runs it: `irbook eval`
+# on a small file must start in tenths of a second (issue 27), so they are exempt from
+# the in-function rule (not from the private-name rule)
+LAZY = {"cli", "entry"}
+
+
 @pytest.mark.parametrize("name", sorted(RANK))
 def test_no_private_or_in_function_irbook_imports(name):
     tree = next(t for n, _, t in modules() if n == name)
@@ -88,7 +94,8 @@ def test_no_private_or_in_function_irbook_imports(name):
     for node, mod, names in irbook_imports(name, tree):
         private = [a for a in names if a.startswith("_") and not a.startswith("__")]
         assert not private, f"irbook.{name} imports {private} from irbook.{mod}"
-        assert id(node) not in inner, f"irbook.{name}: irbook import in a function"
+        if name not in LAZY:
+            assert id(node) not in inner, f"irbook.{name}: irbook import in a function"
 
 
 def test_every_retriever_derives_from_the_core_base():

@@ -36,7 +36,7 @@ from irbook.data import (
     folder_is_complete,
     load_fastbook_chapter,
 )
-from .dense import MINILM, _bars, resolve_model
+from .dense import MINILM, resolve_model, show_bars
 
 # %% ../../nbs/api/search_colbert.ipynb #4bfc831a
 COLBERTV2 = (
@@ -124,7 +124,7 @@ def token_states(
         for i in tqdm(
             range(0, len(texts), batch_size),
             desc="encoding " + ("queries" if is_query else "passages"),
-            disable=not _bars(progress),
+            disable=not show_bars(progress),
         ):
             f = model.tokenize(texts[i : i + batch_size], is_query=is_query, pad=True)
             out.append(model[0](dict(f))["token_embeddings"])
@@ -169,7 +169,7 @@ def train_head(
     hist = []
     head.train()
     for _ in tqdm(
-        range(steps), desc="training the projection", disable=not _bars(progress)
+        range(steps), desc="training the projection", disable=not show_bars(progress)
     ):
         idx = torch.randperm(len(pairs), generator=g)[:batch_size]
         sc = colbert_scores(proj(qs[idx]), proj(ds[idx]), documents_mask=dm[idx])
@@ -372,7 +372,7 @@ class ColBERTRetriever(Retriever):
             texts,
             is_query=is_query,
             batch_size=self.batch_size,
-            show_progress_bar=_bars(self.progress) and len(texts) > self.batch_size,
+            show_progress_bar=show_bars(self.progress) and len(texts) > self.batch_size,
         )
 
     def _index(self, texts: list):
