@@ -76,6 +76,9 @@ def test_signal_mid_run(tmp_path, sig):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env(tmp_path),
+        # as from a terminal: pytest-xdist's workers ignore SIGINT, and a child keeps
+        # an ignored signal ignored (irbook respects that, as nohup expects)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     t0 = time.monotonic()  # mid-run: once its spill folder exists
     while not any((tmp_path / "tmp").iterdir()) and time.monotonic() - t0 < 20:
@@ -125,8 +128,10 @@ def test_stderr_closed(tmp_path):
 # ------------------------------------------------------------ own words
 def test_file_growing_while_read(tmp_path):
     q, r = big(tmp_path, 500, 100)
-    code = "import sys\nwith open(sys.argv[1], 'a') as f:\n    while True:\n"
-    code += "        f.write('q1 Q0 x 1 0.5 r\\n'); f.flush()\n"
+    # appends valid lines (a new doc id each), so the change is the file's only fault
+    code = "import sys, itertools\nwith open(sys.argv[1], 'a') as f:\n"
+    code += "    for i in itertools.count():\n"
+    code += "        f.write(f'q1 Q0 x{i} 1 0.5 r\\n'); f.flush()\n"
     for memory in ("0", "1"):
         w = subprocess.Popen([sys.executable, "-c", code, r])
         try:
