@@ -38,11 +38,14 @@ SLOW ?= slow
 test-slow: install
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 -m "$(SLOW)" --durations=15 tests
 
+QUIET := HF_DATASETS_DISABLE_PROGRESS_BARS=1 HF_HUB_DISABLE_PROGRESS_BARS=1
+
 book: install
 	rm -rf book/_build
-	# progress bars are for people running a notebook; the static site does not need them.
+	# progress bars are for people running a notebook; the static site does not need them
+	# (Hugging Face's datasets and hub draw their own bars: their switches turn them off).
 	# Figures need the inline backend: an inherited MPLBACKEND (e.g. Agg, as CI sets for the tests) would drop every plot.
-	TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
+	$(QUIET) TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
 	@echo "site: $(SITE)/index.html"
 
 # one chapter as its own small site, for checking a page while writing it: make page NB=13_full_text_search (or NB=api/metrics_io)
@@ -52,7 +55,7 @@ page: install
 	rm -rf $(PAGE) && mkdir -p $(PAGE)
 	cp book/_config.yml $(PAGE)/ && ln -s $(abspath book/_ext) $(PAGE)/_ext && ln -s $(abspath nbs) $(PAGE)/nbs
 	printf 'format: jb-book\nroot: nbs/$(NB)\n' > $(PAGE)/_toc.yml
-	TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going $(PAGE)
+	$(QUIET) TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going $(PAGE)
 	@echo "page: $(PAGE)/_build/html/nbs/$(NB).html"
 
 # checks the built site (run after `make book`)

@@ -27,7 +27,13 @@ from .metrics import evaluate
 from .negatives import mine_negatives
 from .noise import embed, near_duplicate_ids, positive_counts
 from .search.colbert import pseudo_queries
-from .search.dense import MINILM, DenseRetriever, Encoder, resolve_model
+from irbook.search.dense import (
+    MINILM,
+    DenseRetriever,
+    Encoder,
+    resolve_model,
+    show_bars,
+)
 from .search.fulltext import chapter_filter
 
 # %% auto #0
@@ -298,7 +304,7 @@ def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) 
             report_to="none",
             logging_steps=1,
             use_cpu=True,
-            disable_tqdm=not progress,
+            disable_tqdm=not show_bars(progress),
         )
         trainer = SentenceTransformerTrainer(
             model=model, args=args, train_dataset=data, loss=loss

@@ -29,6 +29,7 @@ from irbook.noise import (
     near_duplicate_ids,
 )
 from .part2 import cached_run
+from .search.dense import show_bars
 from .search.fulltext import chapter_filter
 from .stats import bootstrap_ci
 from .synthetic import LLMClient, book_pages
@@ -298,7 +299,7 @@ def filter_scores(
     "Held-out scores of MiniLM fine-tuned on each filter's pairs, per seed; logs."
     scores, logs = {}, {}
     jobs = [(f, s) for f in pairs for s in seeds]
-    for f, seed in tqdm(jobs, desc="fine-tuning", disable=not progress):
+    for f, seed in tqdm(jobs, desc="fine-tuning", disable=not show_bars(progress)):
         s = replace(settings, seed=seed)
         if val_queries is None:  # one run of `settings.epochs`, no early stopping
             folder = finetuned_model(s, pairs=pairs[f], progress=False)
