@@ -8,8 +8,10 @@ import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 
@@ -266,6 +268,7 @@ def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) 
         SentenceTransformer,
         SentenceTransformerTrainer,
         SentenceTransformerTrainingArguments,
+        model_card,
     )
     from sentence_transformers.losses import (
         CachedMultipleNegativesRankingLoss,
@@ -306,9 +309,13 @@ def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) 
             use_cpu=True,
             disable_tqdm=not show_bars(progress),
         )
-        trainer = SentenceTransformerTrainer(
-            model=model, args=args, train_dataset=data, loss=loss
-        )
+        # the trainer's model card draws a "Computing widget examples" bar with
+        # tqdm.autonotebook, which in Jupyter ignores TQDM_DISABLE: pass it ours
+        bar = partial(model_card.tqdm, disable=not show_bars(progress))
+        with mock.patch.object(model_card, "tqdm", bar):
+            trainer = SentenceTransformerTrainer(
+                model=model, args=args, train_dataset=data, loss=loss
+            )
         if not progress:
             trainer.remove_callback(
                 transformers.trainer_callback.PrinterCallback
