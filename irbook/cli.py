@@ -384,14 +384,10 @@ def render_report(t, fmt: str = "table") -> str:
     "An `unjudged_report` table as text, Markdown, LaTeX, CSV or JSON."
     if fmt == "trec":
         raise ValueError("--bounds and --holes print tables: --format trec has none")
-    if fmt == "json":
-        return t.to_json(orient="records", double_precision=6)
-    if fmt == "csv":
-        return t.to_csv(index=False)
-    if fmt == "md":
-        return t.to_markdown(index=False)
-    if fmt == "latex":
-        return t.to_latex(index=False, float_format="%.4f")
+    from irbook.compare import table_as
+
+    if (text := table_as(t, fmt)) is not None:
+        return text
     return t.to_string(index=False, float_format=lambda x: f"{x:.4f}")
 
 # %% ../nbs/api/cli.ipynb #cd6e6ea0

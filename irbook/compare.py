@@ -31,8 +31,8 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
 
 # %% auto #0
 __all__ = ['TESTS', 'PAIRS', 'COLUMNS', 'CEILING_SHARE', 'FORMATS', 'SHOWN', 'named_runs', 'per_query_table', 'paired_p',
-           'Comparison', 'compare', 'verdict', 'trec_name', 'trec_lines', 'render', 'plot_comparison', 'VsPublished',
-           'vs_published']
+           'Comparison', 'compare', 'verdict', 'trec_name', 'trec_lines', 'table_as', 'render', 'plot_comparison',
+           'VsPublished', 'vs_published']
 
 # %% ../nbs/api/compare.ipynb #54f1b238
 def _scored(x, metrics):
@@ -424,6 +424,19 @@ def trec_lines(name: str, means: Mapping, n=None, per_query=None) -> list[str]:
     if n is not None and "num_q" not in map(trec_name, means):
         out.append(f"{'num_q':<22}\tall\t{n}")
     return out + [_trec_line(m, "all", v) for m, v in means.items()]
+
+# %% ../nbs/api/compare.ipynb #ta85298488
+def table_as(t, fmt: str) -> str | None:
+    "A report table as JSON records, CSV, Markdown or LaTeX; None for any other `fmt`."
+    if fmt == "json":
+        return t.to_json(orient="records", double_precision=6)
+    if fmt == "csv":
+        return t.to_csv(index=False)
+    if fmt == "md":
+        return t.to_markdown(index=False)
+    if fmt == "latex":
+        return t.to_latex(index=False, float_format="%.4f")
+    return None
 
 # %% ../nbs/api/compare.ipynb #10f50c97
 def _plain(v):

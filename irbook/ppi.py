@@ -9,7 +9,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .compare import named_runs, verdict
+from .compare import named_runs, table_as, verdict
 from .metrics import evaluate, expand_metrics
 from .metrics.registry import AGGREGATES, parse_metric
 from .stats import holm
@@ -361,14 +361,8 @@ def _iv(mean, low, high) -> str:
 
 def judged_report(t, fmt: str = "table") -> str:
     "A `judged_eval` table as text: which questions humans judged, intervals, verdicts."
-    if fmt == "json":
-        return t.to_json(orient="records", double_precision=6)
-    if fmt == "csv":
-        return t.to_csv(index=False)
-    if fmt == "md":
-        return t.to_markdown(index=False)
-    if fmt == "latex":
-        return t.to_latex(index=False, float_format="%.4f")
+    if (text := table_as(t, fmt)) is not None:
+        return text
     if fmt != "table":
         raise ValueError(f"judge-assisted results print tables: no --format {fmt}")
     import textwrap
