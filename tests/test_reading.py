@@ -98,7 +98,7 @@ def trec_file(draw, kind):
 
 def same_columns(a, b):
     "True if two Columns are identical, array by array."
-    docs = [x if x is None else list(x) for x in (a.docs, b.docs)]
+    docs = [x if x is None else [str(y) for y in x] for x in (a.docs, b.docs)]
     return (
         a.kind == b.kind
         and np.array_equal(a.qcode, b.qcode)
@@ -298,3 +298,24 @@ def test_no_abort_under_repetition(tmp_path):
             if r.returncode != want or "Traceback" in r.stderr:
                 bad.append((path.name, r.returncode, r.stderr[-300:]))
     assert not bad, bad[:5]
+
+
+def test_small_text_by_the_line_reader_large_by_pyarrow(tmp_path):
+    "Below `_SMALL` bytes the line reader (no pyarrow import); above, pyarrow's parser."
+    import pyarrow as pa
+
+    from irbook.metrics import io as mio
+
+    line = "q{} Q0 d{} {} {} run\n"
+    small = "".join(line.format(i % 9, i, i + 1, 1000 - i) for i in range(100))
+    n = mio._SMALL // len(line.format(1, 1, 1, 1)) + 1000
+    large = "".join(line.format(i % 9, i, i + 1, 10**6 - i) for i in range(n))
+    for text, arrow in ((small, False), (large, True)):
+        p = tmp_path / "run"
+        p.write_text(text)
+        assert (len(text) >= mio._SMALL) == arrow
+        got = M.read_columns(p, "run")
+        assert isinstance(got.docs, pa.Array) == arrow
+        assert same_columns(got, _line_columns(text.encode(), p, "run"))
+        blocks = [M.parse_block(b, p, "run") for b in M.read_blocks(p, 2 * len(text))]
+        assert len(blocks) == 1 and same_columns(blocks[0], got)

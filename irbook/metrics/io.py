@@ -18,6 +18,7 @@ from irbook.metrics.columns import (
     Columns,
     arrow_numpy,
     columns_problem,
+    list_columns,
     table_columns,
 )
 
@@ -184,8 +185,6 @@ def _line_columns(
     data: bytes, path, kind: str, first: int = 1, empty_ok: bool = False
 ) -> Columns | None:
     "Columns of TREC text, line by line (the first is line `first`): the definition."
-    import pyarrow as pa  # imported on use: the Columns of both readers are built alike
-
     lo, hi, names, col, what = _TREC[kind]
     q, d, v, seen = [], [], [], {}
     for n, line in enumerate(io.BytesIO(data), first):
@@ -216,7 +215,7 @@ def _line_columns(
     if not v:
         holds = "judgements" if kind == "qrels" else "results"
         raise ValueError(f"{path}: the {kind} file holds no {holds}")
-    return table_columns(pa.array(q, pa.string()), pa.array(d, pa.string()), v, kind)
+    return list_columns(q, d, v, kind)  # as the columnar reader codes them
 
 # %% ../../nbs/api/metrics_io.ipynb #f13f3574
 def _regular(data: bytes, sep: bytes) -> bool:
@@ -237,6 +236,15 @@ def _has_empty(col) -> bool:
     if hasattr(col.type, "value_type"):  # each block's dictionary: its few values
         return any(_has_empty(c.dictionary) for c in col.chunks)
     return len(col) > 0 and pc.min(pc.binary_length(col)).as_py() == 0
+
+
+# below this many bytes the line reader is quicker than importing pyarrow (0.1 s)
+_SMALL = 2**20
+
+
+def _fast(data: bytes, kind: str) -> Columns | None:
+    "Columns by pyarrow's parser if `data` is large and regular; None: the line reader."
+    return _fast_columns(data, kind) if len(data) >= _SMALL else None
 
 
 def _fast_columns(data: bytes, kind: str) -> Columns | None:
@@ -301,7 +309,7 @@ def read_columns(path, kind: str, progress: bool | None = None) -> Columns:
     if str(path).endswith(".parquet"):
         return _parquet_columns(path, kind)
     data = _read_bytes(path, progress)
-    return _fast_columns(data, kind) or _line_columns(data, path, kind)
+    return _fast(data, kind) or _line_columns(data, path, kind)
 
 # %% ../../nbs/api/metrics_io.ipynb #7982b97c
 _BLOCK = 64 * 2**20  # bytes of text per block when a file is read in blocks
@@ -338,7 +346,7 @@ def read_blocks(path, size: int = _BLOCK, cut=None):
 
 def parse_block(data: bytes, path, kind: str, first: int = 1) -> Columns | None:
     "Columns of a block of whole lines (line `first` on); None if it holds none."
-    return _fast_columns(data, kind) or _line_columns(data, path, kind, first, True)
+    return _fast(data, kind) or _line_columns(data, path, kind, first, True)
 
 # %% ../../nbs/api/metrics_io.ipynb #40e008a3
 def run_tag(path) -> str | None:

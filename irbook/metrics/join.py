@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 
 from ..core import check_label, check_same_queries, check_score
-from .columns import Columns, arrow_numpy, numpy_arrow
+from .columns import Columns, arrow_numpy, numpy_arrow, plain_int
 from .conventions import RANX, Convention, get_convention, pad_rows
 from .ranx_compat import is_qrels, is_run, ranx_rows, sorted_ids
 
@@ -212,26 +212,26 @@ def _stable_by(codes: np.ndarray) -> np.ndarray:
     return np.repeat(starts[g] - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(n)
 
 # %% ../../nbs/api/metrics_join.ipynb #38ad7a0e
-def _plain_int(x: str) -> int:
-    "The integer `x` spells with no sign, space or leading zero; -1 if none."
-    ok = x.isascii() and x.isdigit() and len(x) < 19 and (x == "0" or x[0] != "0")
-    return int(x) if ok else -1
+_FEW = 2**16  # up to this many run docs are looked up by numpy (no pyarrow to import)
 
 
 def _judged_docs(qc: Columns, rc: Columns, rows: np.ndarray) -> tuple:
     "Codes of the qrels' docs per qrels row and per run row of `rows` (-1: unjudged)."
-    import pyarrow as pa  # imported on use: only the columnar path needs it
-    import pyarrow.compute as pc
-
     uq, qcode = np.unique(np.asarray(qc.doc_ids(), dtype=str), return_inverse=True)
-    if rc.docs is None:  # integer run ids meet the qrels ids that are integers
-        ints = numpy_arrow(np.array([_plain_int(x) for x in uq], np.int64))
-        code = pc.index_in(numpy_arrow(rc.dcode[rows]), ints)
-    else:  # string ids: look each unique run id up once
-        docs = rc.docs if isinstance(rc.docs, pa.Array) else numpy_arrow(rc.docs)
-        code = pc.index_in(docs.cast(pa.string()), numpy_arrow(uq))
-    code = arrow_numpy(code, null=-1).astype(np.int64)
-    return qcode.ravel(), code if rc.docs is None else code[rc.dcode[rows]]
+    ints = rc.docs is None  # integer run ids meet the qrels ids that are integers
+    keys = rc.dcode[rows] if ints else rc.docs  # string ids: each unique run id once
+    table = np.array([plain_int(x) for x in uq], np.int64) if ints else uq
+    if isinstance(keys, np.ndarray) and len(keys) <= _FEW:
+        code = _lookup(keys, table)
+    else:  # many ids: pyarrow's hash table
+        import pyarrow as pa  # imported on use: only the columnar path needs it
+        import pyarrow.compute as pc
+
+        k = keys if isinstance(keys, pa.Array) else numpy_arrow(keys)
+        k = k if ints else k.cast(pa.string())
+        code = arrow_numpy(pc.index_in(k, numpy_arrow(table)), null=-1)
+    code = code.astype(np.int64)
+    return qcode.ravel(), code if ints else code[rc.dcode[rows]]
 
 # %% ../../nbs/api/metrics_join.ipynb #42429c7c
 def _from_columns(qc: Columns, rc: Columns) -> Joined:

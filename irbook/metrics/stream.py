@@ -9,7 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .columns import Columns, columns_problem, table_columns
+from irbook.metrics.columns import (
+    Columns,
+    columns_problem,
+    numpy_arrow,
+    table_columns,
+)
 from .conventions import get_convention
 from irbook.metrics.io import (
     compression_of,
@@ -113,7 +118,12 @@ def _write_block(c: Columns, nb: int, folder: Path, writers: dict):
 
     qb = np.array([zlib.crc32(q.encode()) % nb for q in c.qids], np.int64)[c.qcode]
     q = pa.array(c.qids, pa.string()).take(pa.array(c.qcode))
-    d = pa.array(c.dcode) if c.docs is None else c.docs.take(pa.array(c.dcode))
+    if c.docs is None:  # plain integer ids
+        d = pa.array(c.dcode)
+    elif isinstance(c.docs, np.ndarray):  # the line reader's ids
+        d = numpy_arrow(c.docs[c.dcode])
+    else:
+        d = c.docs.take(pa.array(c.dcode))
     t = pa.table([q, d.cast(pa.string()), c.values], schema=_schema())
     order = np.argsort(qb, kind="stable")  # file order within each query
     cuts = np.searchsorted(qb[order], np.arange(nb + 1))
