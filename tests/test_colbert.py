@@ -400,6 +400,10 @@ def test_index_cache_reused_for_the_same_model_and_texts(model, tmp_path, monkey
         again = ColBERTRetriever(model, progress=False).index(DOCS)
         assert (folders[0] / "emb.npz").stat().st_mtime_ns == stamp  # loaded, not built
         assert again.search(qs, k=3) == first.search(qs, k=3)
+        # no filter: Voyager's graph, built once beside the vectors, then loaded
+        graphs = [f for f in (tmp_path / "indexes").iterdir() if f not in folders]
+        assert [f.name for f in graphs] == [folders[0].name + "-voyager"]
+        assert (graphs[0] / MARKER).is_file()
         for e1, e2 in zip(first.emb, again.emb):
             np.testing.assert_array_equal(e1, e2)
         # other texts, another model, or cache=False: a new build
@@ -407,8 +411,15 @@ def test_index_cache_reused_for_the_same_model_and_texts(model, tmp_path, monkey
         ColBERTRetriever(model, progress=False, cache=False).index(DOCS)
         model.irbook_identity = "test-model-2"
         ColBERTRetriever(model, progress=False).index(DOCS)
-        assert len(list((tmp_path / "indexes").iterdir())) == 3
+        assert len(vectors(tmp_path)) == 3
     finally:
         del model.irbook_identity
     ColBERTRetriever(model, progress=False).index(DOCS)  # no identity: never cached
-    assert len(list((tmp_path / "indexes").iterdir())) == 3
+    assert len(vectors(tmp_path)) == 3
+
+
+def vectors(cache) -> list:
+    "The cached token-vector folders (each Voyager graph sits beside its vectors)."
+    return [
+        f for f in (cache / "indexes").iterdir() if f.name.endswith("-voyager") is False
+    ]

@@ -26,7 +26,14 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 from ..chunking import notebook_blocks
-from ..core import Retriever, Settings, deprecated_names, digest, top_k
+from irbook.core import (
+    Retriever,
+    Settings,
+    check_k,
+    deprecated_names,
+    digest,
+    top_k,
+)
 from irbook.data import (
     FASTBOOK_CHAPTERS,
     MARKER,
@@ -307,7 +314,7 @@ class _OneThread:
 
 # %% ../../nbs/api/search_colbert.ipynb #ddff7670
 class ColBERTRetriever(Retriever):
-    "Late-interaction retrieval with PyLate: Voyager candidates, exact MaxSim."
+    "Late-interaction retrieval with PyLate: exact MaxSim (on Voyager's candidates)."
 
     def __init__(
         self,
@@ -319,8 +326,10 @@ class ColBERTRetriever(Retriever):
         query_length: int | None = None,
         document_length: int | None = None,
         cache: bool = True,
+        exact_up_to: int = 10_000,
     ):
         self.cache = cache and index_folder is None
+        self.exact_up_to = check_k(exact_up_to, "ColBERTRetriever", "exact_up_to")
         self.model = (
             load_colbert(model if model is None else str(model))
             if model is None or isinstance(model, (str, Path))
@@ -376,38 +385,43 @@ class ColBERTRetriever(Retriever):
         )
 
     def _index(self, texts: list):
-        from pylate import indexes  # heavy optional dependency, loaded on use
-
         self.truncated_docs = self._warn_long(dict(zip(self.ids, texts)), False)
-        self.voyager, self.emb = None, []
+        self.voyager, self.emb, self.key = None, [], None  # Voyager: built on use
         if not texts:
             return
-        key = self._index_key(texts)
-        if key:  # the same model and texts: encoded and indexed once, then loaded
-            folder = build_folder(cache_dir() / "indexes" / f"colbert-{key[:16]}",
-                                  key, lambda tmp: self._build(tmp, texts))  # fmt: skip
+        self.key = self._index_key(texts)
+        if self.key:  # the same model and texts: encoded once, then loaded
+            self.folder = build_folder(
+                cache_dir() / "indexes" / f"colbert-{self.key[:16]}",
+                self.key,
+                lambda tmp: self._build(tmp, texts),
+            )
         else:
-            folder = Path(self.index_folder or tempfile.mkdtemp(prefix="irbook-voy-"))
-            folder.mkdir(parents=True, exist_ok=True)
-            self._build(folder, texts)
-        z = np.load(folder / "emb.npz")
+            folder = self.index_folder or tempfile.mkdtemp(prefix="irbook-voy-")
+            self.folder = Path(folder)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._build(self.folder, texts)
+        z = np.load(self.folder / "emb.npz")
         self.emb = np.split(z["flat"], np.cumsum(z["lengths"])[:-1])
-        self.voyager = indexes.Voyager(index_folder=str(folder), index_name="colbert",
-                                       override=False)  # fmt: skip
 
     def _top(self, live: dict, rows: dict, k: int) -> dict:
-        "Voyager's candidates (all allowed docs if too few), re-scored by exact MaxSim."
+        "Exact MaxSim over each query's allowed docs, or over Voyager's candidates."
         self._warn_long(live, True)
         texts = list(live.values())
         qemb = [np.asarray(e, dtype=np.float32) for e in self._encode(texts, True)]
-        hits = self.voyager(qemb, k=self.candidates)["documents_ids"]
+        # a filter to a few docs (a chapter's chunks): score each of them, no index
+        wide = [j for j, q in enumerate(live) if not self._exact(rows[q])]
+        hits = (
+            self._voyager()([qemb[j] for j in wide], k=self.candidates) if wide else {}
+        )
+        hits = dict(zip(wide, hits["documents_ids"])) if wide else {}
         run = {}
         for j, q in enumerate(live):
             allowed = range(len(self.ids)) if rows[q] is None else rows[q].tolist()
-            cand = {self.pos[d] for tok in hits[j] for d in tok} & set(allowed)
-            run[q] = maxsim_top(
-                qemb[j], self.emb, self.ids, cand if len(cand) >= k else allowed, k
-            )
+            if j in hits:  # Voyager's candidates; all allowed docs if too few
+                cand = {self.pos[d] for tok in hits[j] for d in tok} & set(allowed)
+                allowed = cand if len(cand) >= k else allowed
+            run[q] = maxsim_top(qemb[j], self.emb, self.ids, allowed, k)
         return run
 
 # %% ../../nbs/api/search_colbert.ipynb #9014ff15
@@ -423,16 +437,41 @@ def _index_key(self: ColBERTRetriever, texts: list) -> str | None:
 
 @patch
 def _build(self: ColBERTRetriever, folder: Path, texts: list):
-    "Encode `texts` and insert them into a Voyager index in `folder`."
-    from pylate import indexes  # heavy optional dependency, loaded on use
-
+    "Encode `texts` into token vectors, saved in `folder`."
     emb = [np.asarray(e, dtype=np.float32) for e in self._encode(texts, False)]
     np.savez(folder / "emb.npz", flat=np.concatenate(emb),
              lengths=[len(e) for e in emb])  # fmt: skip
-    v = indexes.Voyager(index_folder=str(folder), index_name="colbert",
-                        override=True, embedding_size=emb[0].shape[1])  # fmt: skip
-    v.index = _OneThread(v.index)
-    v.add_documents(documents_ids=self.ids, documents_embeddings=emb)
+
+
+@patch
+def _exact(self: ColBERTRetriever, allowed) -> bool:
+    "True if a query allowed these doc rows is scored on all of them (no index)."
+    return allowed is not None and len(allowed) <= self.exact_up_to
+
+
+@patch
+def _voyager(self: ColBERTRetriever):
+    "The Voyager index of the token vectors, built (on one thread) when first needed."
+    from pylate import indexes  # heavy optional dependency, loaded on use
+
+    def build(folder: Path):
+        size = self.emb[0].shape[1]
+        v = indexes.Voyager(index_folder=str(folder), index_name="colbert",
+                            override=True, embedding_size=size)  # fmt: skip
+        v.index = _OneThread(v.index)
+        v.add_documents(documents_ids=self.ids, documents_embeddings=self.emb)
+
+    if self.voyager is None:
+        if self.key:  # cached beside the token vectors, built atomically
+            folder = self.folder.with_name(self.folder.name + "-voyager")
+            build_folder(folder, digest(self.key, "voyager"), build)
+        else:
+            folder = self.folder / "voyager"
+            folder.mkdir(exist_ok=True)
+            build(folder)
+        self.voyager = indexes.Voyager(index_folder=str(folder), index_name="colbert",
+                                       override=False)  # fmt: skip
+    return self.voyager
 
 # %% ../../nbs/api/search_colbert.ipynb #96904b35
 _TOKENIZER_FILES = (
