@@ -1,4 +1,4 @@
-"""Start-up of `irbook eval` on a 100-line run (issue 27: at most 0.4 s on this machine).
+"""Start-up of `irbook eval` on a 100-line run (issue 27: at most 0.4 s here).
 
 Each command runs in a fresh process, interleaved with the floor it cannot go below
 (`python -c "import numpy"` in the same environment), so that load on the machine moves
