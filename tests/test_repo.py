@@ -42,6 +42,35 @@ def test_nbdev_tags_are_mirrored_for_jupyter_book():
     assert not bad, bad
 
 
+def test_book_skips_only_hidden_unit_tests_that_make_test_runs(tmp_path):
+    "tools/book_skips.py: the `skip-execution` tags are exactly what it derives."
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "book_skips", ROOT / "tools" / "book_skips.py"
+    )
+    bs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bs)
+    assert not bs.differences(), "run: python tools/book_skips.py --write"
+    # the rule itself: a test that binds a name a later executed cell reads runs;
+    # one whose names nobody reads is skipped; patches and flagged cells always run
+    cells = [
+        "#| hide\nfrom fastcore.test import test_eq\nimport numpy as np",
+        "#| hide\nx = np.arange(3)\ntest_eq(len(x), 3)",  # x is read below: runs
+        "#| hide\ny = [v for v in x]\nassert y",  # nobody reads y: skipped
+        "#| hide\nimport irbook.core as C\nC.THING = 1",  # a patch: runs
+        "#| hide\n#| slow\nassert x.sum() == 3",  # the book alone runs it
+        "#| export\ndef f(v):\n    return v",
+        "show_doc(f)\nx.max()",
+    ]
+    nb = {"cells": [{"cell_type": "code", "source": c, "metadata": {}} for c in cells]}
+    path = tmp_path / "api" / "toy.ipynb"  # a reference notebook
+    path.parent.mkdir()
+    path.write_text(json.dumps(nb))
+    assert bs.book_skips(path, set(), {"slow"}) == [2]
+    assert bs.book_skips(path, {"toy"}, {"slow"}) == []  # only the book runs it
+
+
 def test_toc_lists_every_notebook():
     toc = (ROOT / "book" / "_toc.yml").read_text()
     missing = [
