@@ -5,9 +5,9 @@ imported, in a fresh process, rather than the wall time.
 Run: python -m pytest tests/test_latency.py -q
 """
 
+import importlib.util
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
@@ -36,17 +36,11 @@ def loaded(code: str, tmp_path) -> set:
 
 
 def small_files(tmp_path) -> tuple:
-    "A qrels file and a 100-line run of 10 queries."
-    rng = random.Random(0)
-    q = [f"q{i} 0 d{d} {rng.randint(0, 2)}\n" for i in range(10) for d in range(10)]
-    r = [
-        f"q{i} Q0 d{d} {k + 1} {10 - k}.5 run\n"
-        for i in range(10)
-        for k, d in enumerate(rng.sample(range(15), 10))
-    ]
-    (tmp_path / "qrels").write_text("".join(q))
-    (tmp_path / "run").write_text("".join(r))
-    return "qrels", "run"
+    "bench/latency.py's qrels and 100-line run, written to `tmp_path`: their names."
+    spec = importlib.util.spec_from_file_location("latency", ROOT / "bench/latency.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return tuple(p.name for p in bench.small_files(tmp_path))
 
 
 def test_import_cli_loads_no_course_dependency(tmp_path):
