@@ -46,28 +46,39 @@ def wall(cmd: list, cwd: Path) -> float:
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--irbook", nargs="+", required=True, help="console scripts")
+    p.add_argument("--labels", nargs="+", help="a name for each console script")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--record", action="store_true", help="write results/latency.json")
     a = p.parse_args()
+    labels = a.labels or a.irbook
+    if len(labels) != len(a.irbook):
+        raise SystemExit("give one label per console script")
     with tempfile.TemporaryDirectory() as tmp:
         q, r = small_files(Path(tmp))
         cmds = {}
-        for exe in a.irbook:
-            py = Path(exe).with_name("python")
-            cmds[f"numpy import ({py})"] = [str(py), "-c", "import numpy"]
-            cmds[f"{exe} eval qrels run -m map"] = [exe, "eval", q, r, "-m", "map"]
+        for label, exe in zip(labels, a.irbook):
+            py = str(Path(exe).with_name("python"))
+            cmds[label, "numpy"] = [py, "-c", "import numpy"]
+            cmds[label, "irbook"] = [exe, "eval", q, r, "-m", "map"]
         times = {k: [] for k in cmds}
-        for _ in range(a.reps):
+        for _ in range(a.reps):  # interleaved: load moves every command alike
             for k, c in cmds.items():
                 times[k].append(wall(c, Path(tmp)))
-    out = {
-        k: {"median_s": round(statistics.median(v), 3), "min_s": round(min(v), 3)}
-        for k, v in times.items()
-    }
-    for k, v in out.items():
-        print(f"{v['median_s']:.3f} s median, {v['min_s']:.3f} min   {k}")
+    rows = []
+    for label in labels:
+        ib, np_ = times[label, "irbook"], times[label, "numpy"]
+        rows.append(
+            {
+                "install": label,
+                "irbook eval median s": round(statistics.median(ib), 3),
+                "irbook eval min s": round(min(ib), 3),
+                "import numpy median s": round(statistics.median(np_), 3),
+            }
+        )
+        print(rows[-1])
     if a.record:
-        rec = {"reps": a.reps, "target_s": 0.4, "results": out}
+        load = Path("/proc/loadavg").read_text().split()[:3]
+        rec = {"reps": a.reps, "target_s": 0.4, "load average": load, "rows": rows}
         (HERE / "results" / "latency.json").write_text(json.dumps(rec, indent=1) + "\n")
 
 
