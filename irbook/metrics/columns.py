@@ -44,12 +44,10 @@ class Columns:
 @patch(cls_method=True)
 def from_dict(cls: Columns, d: dict, kind: str) -> Columns:
     "Columns of a `{qid: {doc: value}}` dict (rows in dict order)."
-    q = [qid for qid, docs in d.items() for _ in docs]
-    doc = [x for docs in d.values() for x in docs]
+    q = [str(qid) for qid, docs in d.items() for _ in docs]
+    doc = [str(x) for docs in d.values() for x in docs]
     vals = np.fromiter((v for x in d.values() for v in x.values()), float, len(q))
-    qids, qcode = np.unique(np.asarray(q, dtype=str), return_inverse=True)
-    docs, dcode = np.unique(np.asarray(doc, dtype=str), return_inverse=True)
-    return cls(kind, qcode.ravel(), qids, dcode.ravel(), docs, vals)
+    return list_columns(q, doc, vals, kind)  # coded as the file readers code them
 
 
 @patch
