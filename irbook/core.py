@@ -7,6 +7,7 @@ import hashlib
 import importlib
 import json
 import math
+import os
 import re
 import warnings
 from collections import Counter
@@ -21,7 +22,7 @@ from fastcore.xtras import atomic_save
 __all__ = ['Docs', 'Queries', 'RunDict', 'QrelsDict', 'text_of', 'as_docs', 'as_queries', 'check_k', 'check_docs',
            'check_queries', 'check_label', 'check_score', 'ranking', 'top', 'restrict', 'QueryMismatch',
            'check_same_queries', 'allowed_rows', 'top_k', 'Retriever', 'Summary', 'write_json', 'digest', 'Settings',
-           'deprecated_names']
+           'deprecated_names', 'show_bars']
 
 # %% ../nbs/api/core.ipynb #6297915f
 Docs = dict[str, str]  # {doc_id: text}
@@ -346,3 +347,10 @@ def deprecated_names(module: str, renamed: dict):
         return getattr(importlib.import_module(where), attr)
 
     return __getattr__
+
+# %% ../nbs/api/core.ipynb #91531d37
+def show_bars(progress: bool) -> bool:
+    "Show a progress bar? Not if `progress` is off or TQDM_DISABLE is set (the build)."
+    # tqdm reads TQDM_DISABLE only when no `disable=` is passed, and tqdm.auto's
+    # notebook bar always passes one (disable=False): so we read it ourselves
+    return bool(progress) and not os.environ.get("TQDM_DISABLE")

@@ -16,7 +16,7 @@ from unittest import mock
 import pandas as pd
 
 from .chunking import chunk_book
-from .core import Settings, Summary, digest
+from .core import Settings, Summary, digest, show_bars
 from .data import FASTBOOK_CHAPTERS, build_folder, cache_dir
 from irbook.fastbook import (
     contexts_to_qrels,
@@ -34,7 +34,6 @@ from irbook.search.dense import (
     DenseRetriever,
     Encoder,
     resolve_model,
-    show_bars,
 )
 from .search.fulltext import chapter_filter
 

@@ -16,7 +16,11 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .compare import compare, named_runs, per_query_table
-from .core import QueryMismatch, deprecated_names
+from irbook.core import (
+    QueryMismatch,
+    deprecated_names,
+    show_bars,  # tqdm.auto in Jupyter ignores TQDM_DISABLE
+)
 from irbook.data import (
     JQARA_RUNS,
     DataNotFound,
@@ -27,7 +31,6 @@ from irbook.data import (
     load_jqara_run,
 )
 from .metrics import evaluate, read_qrels
-from .search.dense import show_bars  # tqdm.auto in Jupyter ignores TQDM_DISABLE
 
 # %% ../nbs/api/jqara.ipynb #eabfe7b5
 LEADERBOARD_METRICS = ("ndcg@10", "mrr@10")  # the columns the JQaRA README publishes

@@ -11,7 +11,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .compare import compare
-from .core import Summary, as_docs, as_queries, digest, ranking
+from .core import Summary, as_docs, as_queries, digest, ranking, show_bars
 from irbook.finetune import (
     FinetuneSettings,
     finetuned_model,
@@ -29,7 +29,6 @@ from irbook.noise import (
     near_duplicate_ids,
 )
 from .part2 import cached_run
-from .search.dense import show_bars
 from .search.fulltext import chapter_filter
 from .stats import bootstrap_ci
 from .synthetic import LLMClient, book_pages

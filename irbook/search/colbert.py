@@ -32,6 +32,7 @@ from irbook.core import (
     check_k,
     deprecated_names,
     digest,
+    show_bars,
     top_k,
 )
 from irbook.data import (
@@ -43,7 +44,7 @@ from irbook.data import (
     folder_is_complete,
     load_fastbook_chapter,
 )
-from .dense import MINILM, resolve_model, show_bars
+from .dense import MINILM, resolve_model
 
 # %% ../../nbs/api/search_colbert.ipynb #4bfc831a
 COLBERTV2 = (
