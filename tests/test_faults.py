@@ -70,7 +70,9 @@ def one_line(err: str, part: str = ""):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_mid_run(tmp_path, sig):
     "SIGINT or SIGTERM while a shuffled run spills: one line, its status, no folder."
-    q, r = big(tmp_path)
+    # a run of about 10 s (it is stopped long before): a loaded machine that starves
+    # this test for a few seconds must not let the run finish before the signal
+    q, r = big(tmp_path, nq=5000)
     p = subprocess.Popen(
         [IRBOOK, "eval", q, r, "-m", "map", "--memory", "1"],
         stdout=subprocess.PIPE,
