@@ -45,8 +45,8 @@ book: install
 	# progress bars are for people running a notebook; the static site does not need them
 	# (Hugging Face's datasets and hub draw their own bars: their switches turn them off).
 	# Figures need the inline backend: an inherited MPLBACKEND (e.g. Agg, as CI sets for the tests) would drop every plot.
-	# Every notebook is executed into jupyter-book's cache first (tools/execute_book.py: the chapters in order,
-	# the reference pages two at a time on one core each), then jupyter-book renders the site from that cache.
+	# Every notebook is executed into jupyter-book's cache first (tools/execute_book.py: Part I and the reference
+	# pages two at a time on one core each, the chapters of Parts II-IV in order), then jupyter-book renders the site.
 	$(QUIET) TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/execute_book.py book
 	$(QUIET) TQDM_DISABLE=1 MPLBACKEND=module://matplotlib_inline.backend_inline PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build -W --keep-going book
 	@echo "site: $(SITE)/index.html"

@@ -1,11 +1,19 @@
 """Execute every notebook of the book into jupyter-book's cache, then `jupyter-book
 build` renders from it (book/_config.yml: execute_notebooks: cache).
 
-The course chapters run one after another, in the table of contents' order: each may
-reuse what an earlier one built (models, embeddings, runs in the irbook cache) and uses
-both cores itself. The reference pages run two at a time, one core each: they are small
-kernels whose time is mostly start-up and imports, and they only read what the chapters
-built. A notebook that fails stops the build with its error, as `-W` would.
+Three steps, each using both cores:
+
+1. the front page, Part I and the reference pages that read only the offline data,
+   two at a time on one core each: mostly single-threaded Python and kernel start-up;
+2. the chapters of Parts II-IV one after another, in the table of contents' order:
+   each may reuse what an earlier one built (models, embeddings, runs in the irbook
+   cache), and their encoding and training use both cores. Nothing runs beside them:
+   a second kernel on the other core slows torch's two threads by more than it saves
+   (measured: the ColBERT chapter took 115-134 s beside Part I instead of 59 s alone);
+3. the reference pages that read what the chapters built (`AFTER_CHAPTERS`), two at a
+   time on one core each.
+
+A notebook that fails stops the build with its error, as `-W` would.
 
     python tools/execute_book.py book   # then: jupyter-book build -W book
 """
@@ -21,14 +29,36 @@ import yaml
 
 TIMEOUT = 1800  # seconds a cell may take (book/_config.yml's execute.timeout)
 
+# reference pages that read what a chapter builds: models, embeddings, the trained
+# ColBERT, mined negatives. On an empty cache each builds those itself (up to a minute
+# more, measured); every other reference page reads only the offline data.
+AFTER_CHAPTERS = {
+    "search_dense",  # MiniLM (chapter 14)
+    "search_colbert",  # the trained offline ColBERT (15)
+    "search_fusion",  # 16
+    "part2",  # 17
+    "japanese",  # 19
+    "noise",  # 21
+    "negatives",  # 22
+    "finetune",  # 23
+    "synthetic_eval",  # 24
+    "training_filters",  # 25
+    "judges",  # 26
+}
 
-def toc_notebooks(book: Path) -> list:
-    "The notebooks of `book`'s table of contents, in reading order."
+
+def toc_notebooks(book: Path, part_one: bool | None = None) -> list:
+    "`book`'s notebooks in reading order; `part_one`: only (or all but) Part I, index."
     toc = yaml.safe_load((book / "_toc.yml").read_text())
-    files = [toc["root"]]
+    files = [(toc["root"], True)]
     for part in toc.get("parts", []):
-        files += [c["file"] for c in part.get("chapters", [])]
-    return [book / f"{f}.ipynb" for f in files if (book / f"{f}.ipynb").exists()]
+        one = part.get("caption", "").startswith("Part I:")
+        files += [(c["file"], one) for c in part.get("chapters", [])]
+    return [
+        book / f"{f}.ipynb"
+        for f, one in files
+        if (book / f"{f}.ipynb").exists() and part_one in (None, one)
+    ]
 
 
 def execute(path: Path, one_core: bool = False) -> tuple:
@@ -48,14 +78,24 @@ def execute(path: Path, one_core: bool = False) -> tuple:
     return path, nb, err, time.perf_counter() - t
 
 
+def steps(book: Path) -> list:
+    "The three steps' notebooks: (one core each, two at a time?, notebooks)."
+    nbs = toc_notebooks(book)
+    reference = [p for p in nbs if p.parent.name == "api"]
+    if unknown := AFTER_CHAPTERS - {p.stem for p in reference}:
+        raise ValueError(f"AFTER_CHAPTERS names pages not in the toc: {unknown}")
+    first = [p for p in toc_notebooks(book, part_one=True) if p not in reference]
+    first += [p for p in reference if p.stem not in AFTER_CHAPTERS]
+    chapters = [p for p in nbs if p not in reference and p not in first]
+    last = [p for p in reference if p.stem in AFTER_CHAPTERS]
+    return [(True, first), (False, chapters), (True, last)]
+
+
 def main(book: Path, workers: int = 2) -> int:
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
     cache = get_cache(str(book / "_build" / ".jupyter_cache"))
-    nbs = toc_notebooks(book)
-    reference = [p for p in nbs if p.parent.name == "api"]
-    course = [p for p in nbs if p not in reference]
 
     def keep(path, nb, err, secs) -> bool:
         rel = path.relative_to(book)
@@ -70,14 +110,20 @@ def main(book: Path, workers: int = 2) -> int:
         print(f"{rel}: executed in {secs:.1f} s", flush=True)
         return True
 
-    t0 = time.perf_counter()
-    for p in course:
-        if not keep(*execute(p)):
+    t0, n = time.perf_counter(), 0
+    for one_core, nbs in steps(book):
+        n += len(nbs)
+        if not one_core:
+            for p in nbs:
+                if not keep(*execute(p)):
+                    return 1
+            continue
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = [keep(*r) for r in pool.map(execute, nbs, [True] * len(nbs))]
+        if not all(done):
             return 1
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        done = [keep(*r) for r in pool.map(execute, reference, [True] * len(reference))]
-    print(f"{len(nbs)} notebooks in {time.perf_counter() - t0:.0f} s")
-    return 0 if all(done) else 1
+    print(f"{n} notebooks in {time.perf_counter() - t0:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":

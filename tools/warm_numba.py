@@ -14,7 +14,9 @@ import warnings
 from pathlib import Path
 
 t0 = time.perf_counter()
+import numpy as np  # noqa: E402
 import ranx  # noqa: E402
+from ranx.statistical_tests import fisher_randomization_test  # noqa: E402
 
 from irbook.metrics import METRICS, evaluate, ranx_order  # noqa: E402
 from irbook.search.fusion import fuse, tune_fusion  # noqa: E402
@@ -67,6 +69,31 @@ with warnings.catch_warnings():
         ranx.compare(
             Q, Rs, metrics=["ndcg@2", "mrr"], stat_test=test, n_permutations=10
         )
+    # Qrels and Run are compiled once per doc-id width too, and so are min-max and
+    # z-score normalisation: one character (chapter 1's toy dicts), two (the quick
+    # start's d1..d9), seven (JQaRA), eight (the reference pages' toy ids). Plain dicts
+    # take a path of their own (ranx sorts them itself)
+    for width in (1, 2, 7, 8):
+        q = {"q1": {f"{1:0{width}}": 1, f"{2:0{width}}": 0}, "q2": {f"{3:0{width}}": 2}}
+        rs = [
+            {
+                "q1": {f"{1:0{width}}": 0.5, f"{4:0{width}}": 0.2},
+                "q2": {f"{3:0{width}}": 0.9},
+            },
+            {
+                "q1": {f"{2:0{width}}": 0.7},
+                "q2": {f"{3:0{width}}": 0.3, f"{4:0{width}}": 0.1},
+            },
+        ]
+        ranx.evaluate(q, rs[0], "precision@1")
+        ranx.evaluate(ranx.Qrels(q), ranx.Run(rs[0]), names, return_mean=False)
+        for norm in ("min-max", "zmuv"):
+            ranx.fuse([ranx.Run(r) for r in rs], method="sum", norm=norm)
+        ranx.fuse([ranx.Run(r) for r in rs], method="rrf")
+    # chapter 5 calls the permutation test itself, on pandas' read-only arrays
+    frozen = np.array([0.1, 0.5, 0.3])
+    frozen.flags.writeable = False
+    fisher_randomization_test(frozen, frozen, 10, 0.05, 0)
     # files read by ranx (Qrels/Run.from_file, as the JQaRA loaders do) key docs by
     # fixed-width strings: one more compilation per width. JQaRA's ids have 7 digits;
     # compiled here, two test workers never compile (and cache) the same one at once
