@@ -69,27 +69,27 @@ with warnings.catch_warnings():
         ranx.compare(
             Q, Rs, metrics=["ndcg@2", "mrr"], stat_test=test, n_permutations=10
         )
-    # Qrels and Run are compiled once per doc-id width too, and so are min-max and
-    # z-score normalisation: one character (chapter 1's toy dicts), two (the quick
-    # start's d1..d9), seven (JQaRA), eight (the reference pages' toy ids). Plain dicts
-    # take a path of their own (ranx sorts them itself)
-    for width in (1, 2, 7, 8):
-        q = {"q1": {f"{1:0{width}}": 1, f"{2:0{width}}": 0}, "q2": {f"{3:0{width}}": 2}}
-        rs = [
-            {
-                "q1": {f"{1:0{width}}": 0.5, f"{4:0{width}}": 0.2},
-                "q2": {f"{3:0{width}}": 0.9},
-            },
-            {
-                "q1": {f"{2:0{width}}": 0.7},
-                "q2": {f"{3:0{width}}": 0.3, f"{4:0{width}}": 0.1},
-            },
+
+    # Qrels and Run from dicts are compiled once per doc-id width too, and so are the
+    # normalisations: ids of one character (chapter 1's toy dicts), two (the quick
+    # start's d1..d9), seven (JQaRA's fusions in chapter 18), eight (reference pages)
+    def toy(width: int) -> tuple:
+        "Qrels and two runs as dicts, with doc ids `width` characters wide."
+        d = [f"{i:0{width}}" for i in range(1, 5)]
+        q = {"q1": {d[0]: 1, d[1]: 0}, "q2": {d[2]: 2}}
+        return q, [
+            {"q1": {d[0]: 0.5, d[3]: 0.2}, "q2": {d[2]: 0.9}},
+            {"q1": {d[1]: 0.7}, "q2": {d[2]: 0.3, d[3]: 0.1}},
         ]
-        ranx.evaluate(q, rs[0], "precision@1")
-        ranx.evaluate(ranx.Qrels(q), ranx.Run(rs[0]), names, return_mean=False)
-        for norm in ("min-max", "zmuv"):
-            ranx.fuse([ranx.Run(r) for r in rs], method="sum", norm=norm)
-        ranx.fuse([ranx.Run(r) for r in rs], method="rrf")
+
+    for width in (1, 2, 8):
+        q, rs = toy(width)
+        ranx.evaluate(ranx.Qrels(q), ranx.Run(rs[0]), "precision@1")
+    q, rs = toy(1)
+    ranx.evaluate(q, rs[0], "precision@1")  # plain dicts: a path of their own
+    for width, norm in ((1, "min-max"), (7, "min-max"), (7, "zmuv")):
+        ranx.fuse([ranx.Run(r) for r in toy(width)[1]], method="sum", norm=norm)
+    ranx.fuse([ranx.Run(r) for r in toy(8)[1]], method="rrf", norm=None)
     # chapter 5 calls the permutation test itself, on pandas' read-only arrays
     frozen = np.array([0.1, 0.5, 0.3])
     frozen.flags.writeable = False
