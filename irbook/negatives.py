@@ -3,6 +3,7 @@
 # %% ../nbs/api/negatives.ipynb #e1a99ccb
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -234,6 +235,26 @@ def false_negative_table(mined: dict, relevant: dict) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
 
 # %% ../nbs/api/negatives.ipynb #bfbb9083
+@contextlib.contextmanager
+def _quiet_encoding(model):
+    "`model` encoding without progress bars: `mine_hard_negatives` asks for them."
+    names = ("encode_query", "encode_document")
+    for name in names:
+        method = getattr(type(model), name)
+        setattr(
+            model,
+            name,
+            lambda *a, _m=method, **kw: _m(
+                model, *a, **{**kw, "show_progress_bar": False}
+            ),
+        )
+    try:
+        yield model
+    finally:
+        for name in names:
+            delattr(model, name)
+
+
 def st_negatives(
     queries: dict,
     positives: dict,
@@ -248,7 +269,6 @@ def st_negatives(
     cache_folder=None,
 ) -> dict[str, list[str]]:
     "The same mining through sentence-transformers' `mine_hard_negatives`, by id."
-    import contextlib
     import io
 
     from datasets import Dataset
@@ -290,6 +310,7 @@ def st_negatives(
         with (
             contextlib.redirect_stdout(io.StringIO()),
             contextlib.redirect_stderr(io.StringIO()),
+            _quiet_encoding(model),
         ):
             ds = mine_hard_negatives(
                 Dataset.from_dict(

@@ -346,3 +346,24 @@ def test_real_data_matches_sentence_transformers():
             )
             assert sum(map(len, ours.values())) > 0
             assert ours == theirs, method
+
+
+def test_st_negatives_draws_no_progress_bars(monkeypatch):
+    """mine_hard_negatives asks its model for progress bars (ipywidgets on a notebook
+    page, which the site must not carry): st_negatives encodes without them, and leaves
+    the model as it was."""
+    pytest.importorskip("datasets")
+    from sentence_transformers import SentenceTransformer
+
+    model = Encoder(progress=False).model()
+    asked, real = [], SentenceTransformer.encode
+
+    def spy(self, *args, **kw):
+        asked.append(kw.get("show_progress_bar"))
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(SentenceTransformer, "encode", spy)
+    out = st_negatives(QUERIES, POS, DOCS, n=2, depth=8, model=model)
+    assert set(out) == set(QUERIES) and any(out.values())
+    assert asked and not any(asked), asked
+    assert not {"encode_query", "encode_document"} & set(vars(model))
