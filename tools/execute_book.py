@@ -79,7 +79,7 @@ def execute(path: Path, one_core: bool = False) -> tuple:
 
 
 def steps(book: Path) -> list:
-    "The three steps' notebooks: (one core each, two at a time?, notebooks)."
+    "The three steps in order: (two at a time on one core each?, their notebooks)."
     nbs = toc_notebooks(book)
     reference = [p for p in nbs if p.parent.name == "api"]
     if unknown := AFTER_CHAPTERS - {p.stem for p in reference}:
