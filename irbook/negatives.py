@@ -3,7 +3,6 @@
 # %% ../nbs/api/negatives.ipynb #e1a99ccb
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 
 import numpy as np
@@ -235,24 +234,9 @@ def false_negative_table(mined: dict, relevant: dict) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
 
 # %% ../nbs/api/negatives.ipynb #bfbb9083
-@contextlib.contextmanager
-def _quiet_encoding(model):
-    "`model` encoding without progress bars: `mine_hard_negatives` asks for them."
-    names = ("encode_query", "encode_document")
-    for name in names:
-        method = getattr(type(model), name)
-        setattr(
-            model,
-            name,
-            lambda *a, _m=method, **kw: _m(
-                model, *a, **{**kw, "show_progress_bar": False}
-            ),
-        )
-    try:
-        yield model
-    finally:
-        for name in names:
-            delattr(model, name)
+def _no_bar(encode):
+    "`encode` with its progress bar off, whatever the caller asks for."
+    return lambda *a, **kw: encode(*a, **{**kw, "show_progress_bar": False})
 
 
 def st_negatives(
@@ -269,7 +253,9 @@ def st_negatives(
     cache_folder=None,
 ) -> dict[str, list[str]]:
     "The same mining through sentence-transformers' `mine_hard_negatives`, by id."
+    import contextlib
     import io
+    from unittest import mock
 
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
@@ -310,7 +296,10 @@ def st_negatives(
         with (
             contextlib.redirect_stdout(io.StringIO()),
             contextlib.redirect_stderr(io.StringIO()),
-            _quiet_encoding(model),
+            # mine_hard_negatives asks for encoding bars whatever `verbose` says: in a
+            # notebook they are widgets, which TQDM_DISABLE does not turn off
+            mock.patch.object(model, "encode_query", _no_bar(model.encode_query)),
+            mock.patch.object(model, "encode_document", _no_bar(model.encode_document)),
         ):
             ds = mine_hard_negatives(
                 Dataset.from_dict(
