@@ -169,48 +169,44 @@ def modified(labels: np.ndarray, parts: np.ndarray, top: np.ndarray) -> dict:
 
 # ---------------------------------------------------------------- the experiment
 def batch_intervals(
-    y: np.ndarray, f: np.ndarray, lab: np.ndarray, alpha: float = ALPHA
+    y: np.ndarray,
+    f: np.ndarray,
+    lab: np.ndarray,
+    alpha: float = ALPHA,
+    systems: int | None = None,
 ):
-    """`irbook.ppi`'s four intervals for many draws at once (numpy; tests check them
-    against `judge_intervals` and `human_interval`). y (Q, U) human values, f (D, Q, U)
-    the judge's values in each draw, lab (D, Q) the draw's human-judged questions.
+    """`irbook.ppi`'s four intervals for many draws (the library's own functions, one
+    implementation). y (Q, U) human values, f (D, Q, U) the judge's values in each
+    draw, lab (D, Q) the draw's human-judged questions; the first `systems` units
+    (default: all) are means in [0, 1], the others paired differences in [-1, 1].
     Returns {method: (estimate, low, high, lambda)}, each (D, U)."""
-    from scipy import stats
+    from irbook.ppi import human_interval, judge_intervals
 
-    z = stats.norm.ppf(1 - alpha / 2)
-    M = lab[:, :, None].astype(float)
-    n, m = M[:, :, 0].sum(1)[:, None], (1 - M[:, :, 0]).sum(1)[:, None]
-    yL = (M * y).sum(1) / n
-    vy = np.maximum((M * y**2).sum(1) / n - yL**2, 0)
-    fL = (M * f).sum(1) / n
-    vfL = np.maximum((M * f**2).sum(1) / n - fL**2, 0)
-    fU = ((1 - M) * f).sum(1) / m
-    vfU = np.maximum(((1 - M) * f**2).sum(1) / m - fU**2, 0)
-    cov = (M * y * f).sum(1) / n - yL * fL
-    fa, Q = f.mean(1), f.shape[1]
-    vfa = np.maximum((f**2).mean(1) - fa**2, 0)
-    vf1 = vfa * Q / (Q - 1)
-    lam = np.where(
-        vf1 > 0, np.clip(cov / ((1 + n / m) * np.where(vf1 > 0, vf1, 1)), 0, 1), 0
-    )
-    out = {}
-    for k, lm in (("human", 0 * lam), ("ppi", 1 + 0 * lam), ("ppi++", lam)):
-        est = lm * fU + yL - lm * fL
-        vr = np.maximum(vy + lm**2 * vfL - 2 * lm * cov, 0)
-        se = np.sqrt(lm**2 * vfU / m + vr / n) if k != "human" else np.sqrt(vy / n)
-        out[k] = (est, est - z * se, est + z * se, lm)
-    se = np.sqrt(vfa / Q)
-    out["judge only"] = (fa, fa - z * se, fa + z * se, 1 + 0 * lam)
-    return out
+    D, _, U = f.shape
+    S = U if systems is None else systems
+    out = {k: np.zeros((4, D, U)) for k in METHODS}
+    for d in range(D):
+        for j in range(U):
+            bounds = (0.0, 1.0) if j < S else (-1.0, 1.0)
+            ivs = judge_intervals(
+                y[lab[d], j], f[d, lab[d], j], f[d, ~lab[d], j], alpha, bounds=bounds
+            )
+            ivs["judge only"] = human_interval(f[d, :, j], alpha, bounds=bounds)
+            for k, iv in ivs.items():
+                lam = 1.0 if k == "judge only" else iv.lam
+                out[k][:, d, j] = (iv.estimate, iv.low, iv.high, lam)
+    return {k: tuple(v) for k, v in out.items()}
 
 
-def check_against_irbook(y, f, lab, ivs, alpha=ALPHA) -> None:
+def check_against_irbook(y, f, lab, ivs, alpha=ALPHA, systems=None) -> None:
     "The batch's first draw equals irbook.ppi's intervals (every unit, every method)."
     from irbook.ppi import human_interval, judge_intervals
 
+    S = y.shape[1] if systems is None else systems
     for j in range(y.shape[1]):
-        ref = judge_intervals(y[lab, j], f[lab, j], f[~lab, j], alpha)
-        ref["judge only"] = human_interval(f[:, j], alpha)
+        b = (0.0, 1.0) if j < S else (-1.0, 1.0)
+        ref = judge_intervals(y[lab, j], f[lab, j], f[~lab, j], alpha, bounds=b)
+        ref["judge only"] = human_interval(f[:, j], alpha, bounds=b)
         for k, iv in ref.items():
             got = [v[0, j] for v in ivs[k]]
             want = [iv.estimate, iv.low, iv.high, 1.0 if k == "judge only" else iv.lam]
@@ -266,8 +262,9 @@ def run_draws(
                 check(lab[0], t[0])
             thresholds += t
             for m in Y:
-                ivs = batch_intervals(Y[m] @ W, F[m][t] @ W, lab, alpha)
-                check_against_irbook(Y[m] @ W, F[m][t[0]] @ W, lab[0], ivs, alpha)
+                S = len(systems)
+                ivs = batch_intervals(Y[m] @ W, F[m][t] @ W, lab, alpha, S)
+                check_against_irbook(Y[m] @ W, F[m][t[0]] @ W, lab[0], ivs, alpha, S)
                 for k in METHODS:
                     rec[m, k].append(np.stack(ivs[k]))  # (4, d, U)
         rec = {mk: np.concatenate(v, axis=1) for mk, v in rec.items()}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
@@ -18,10 +17,14 @@ from .figures import plot_forest
 from .metrics import evaluate
 from .metrics.registry import AGGREGATES, aggregate, parse_metric, to_trec_eval
 from irbook.stats import (
-    bootstrap_ci,
+    MIN_N,
+    Interval,
     bootstrap_table,
+    diff_interval,
     holm,
     level_note,
+    mean_interval,
+    metric_range,
     paired_bootstrap,
     randomization_test,
 )
@@ -138,19 +141,20 @@ TESTS = ("t", "fisher", "bootstrap")
 
 
 def paired_p(
-    a, b, test: str = "t", seed=0, B: int = 2000, permutations: int = 10_000
+    a,
+    b,
+    test: str = "t",
+    seed=0,
+    B: int = 2000,
+    permutations: int = 10_000,
+    bounds=None,
 ) -> float:
-    "Two-sided p-value of a paired test of mean(a - b): t, fisher or bootstrap."
-    if test == "t":
-        from scipy.stats import ttest_rel  # on use: scipy costs 0.7 s to import
+    """Two-sided p-value of a paired test of mean(a - b): t, fisher or bootstrap.
 
-        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-        if a.shape != b.shape:
-            raise ValueError(f"a and b must be paired, got shapes {a.shape}, {b.shape}")
-        with warnings.catch_warnings():  # constant differences: scipy warns
-            warnings.simplefilter("ignore")
-            p = ttest_rel(a, b).pvalue
-        return 1.0 if np.isnan(p) else float(p)  # no variance at all: no evidence
+    "t" is `irbook.stats.diff_interval`'s test: Student's paired t without `bounds`,
+    the score test with them (the range of a difference, e.g. (-1, 1))."""
+    if test == "t":  # Student's paired t, or its score form on a bounded metric
+        return diff_interval(a, b, bounds=bounds).p
     if test == "fisher":
         return randomization_test(a, b, n=permutations, seed=seed)
     if test == "bootstrap":
@@ -183,22 +187,26 @@ def _pairs(runs: list, baseline, pairs) -> list:
     return out
 
 # %% ../nbs/api/compare.ipynb #fdb552e9
-def _pair_stats(x, y, test, alpha, B, seed, permutations, ceiling) -> dict:
-    "Difference x - y: bootstrap interval, p-value, effect size, ceiling share."
+def _pair_stats(x, y, test, alpha, B, seed, permutations, ceiling, bounds) -> dict:
+    "Difference x - y: interval, p-value, effect size, ceiling share."
     y = np.where(np.isclose(x, y, rtol=1e-12, atol=1e-12), x, y)  # float noise: equal
-    r = paired_bootstrap(x, y, B=B, alpha=alpha, seed=seed)
+    if test == "bootstrap":  # the bootstrap's own interval and p, together
+        b = paired_bootstrap(x, y, B=B, alpha=alpha, seed=seed)
+        r = Interval(b.mean, b.low, b.high, len(x), alpha, "bootstrap", b.p)
+    else:
+        r = diff_interval(x, y, alpha, bounds)
     d = x - y
     sd = float(d.std(ddof=1)) if len(d) > 1 else math.nan
     top, eps = math.nan, 1e-9  # share of queries both at the maximum `ceiling`
     if ceiling is not None and max(x.max(), y.max()) <= ceiling + eps:  # a maximum
         top = float(np.mean((x >= ceiling - eps) & (y >= ceiling - eps)))
-    p = r.p if test == "bootstrap" else paired_p(x, y, test, seed, B, permutations)
+    p = r.p if test != "fisher" else paired_p(x, y, test, seed, B, permutations)
     return dict(
-        diff=r.mean,
+        diff=r.estimate,
         low=r.low,
         high=r.high,
         sd=sd,
-        effect=r.mean / sd if sd > 0 else math.nan,  # paired Cohen's d
+        effect=r.estimate / sd if sd > 0 else math.nan,  # paired Cohen's d
         p=p,
         at_ceiling=top,
     )
@@ -243,6 +251,8 @@ def _rows(table: pd.DataFrame, todo: list, cis: dict, **kw) -> list:
     for run in runs:
         for b in against[run]:
             for m, ci in cis.items():
+                r = _range(table.xs(m, axis=1, level="metric"), m)
+                bounds = None if r is None else (r[0] - r[1], r[1] - r[0])
                 row = dict(run=run, metric=m, n=len(table), mean=ci.loc[run, "mean"])
                 row.update(mean_low=ci.loc[run, "low"], mean_high=ci.loc[run, "high"])
                 if not _by_mean(m):  # a count or gm_map: its own total, no interval
@@ -251,9 +261,35 @@ def _rows(table: pd.DataFrame, todo: list, cis: dict, **kw) -> list:
                 if b is not None:
                     x, y = table[(run, m)].to_numpy(), table[(b, m)].to_numpy()
                     row.update(baseline=b, baseline_mean=ci.loc[b, "mean"])
-                    row.update(_pair_stats(x, y, **kw))
+                    if len(table) >= MIN_N:  # else: no interval, no test
+                        row.update(_pair_stats(x, y, bounds=bounds, **kw))
+                    else:
+                        row.update(diff=float(np.mean(x - y)), p=1.0)  # no evidence
                 rows.append(row)
     return rows
+
+
+def _range(t: pd.DataFrame, metric: str):
+    "`metric_range(metric)` if every value of `t` lies in it, else None (unbounded)."
+    r = metric_range(metric)
+    a = t.to_numpy(np.float64)
+    if r is None or a.min() < r[0] - 1e-12 or a.max() > r[1] + 1e-12:
+        return None  # a column named like a metric that holds other numbers
+    return r
+
+
+def _mean_cis(t: pd.DataFrame, metric: str, alpha: float) -> pd.DataFrame:
+    "Each run's mean with its `mean_interval` (NaN ends below `MIN_N` questions)."
+    import pandas as pd  # on use: see the imports
+
+    if len(t) < MIN_N:
+        return pd.DataFrame({"mean": t.mean(), "low": np.nan, "high": np.nan})
+    ivs = {r: mean_interval(t[r], alpha, _range(t, metric)) for r in t.columns}
+    return pd.DataFrame(
+        [(iv.estimate, iv.low, iv.high) for iv in ivs.values()],
+        index=t.columns,
+        columns=["mean", "low", "high"],
+    )
 
 # %% ../nbs/api/compare.ipynb #d65abf11
 COLUMNS = (
@@ -285,7 +321,12 @@ def compare(
     permutations: int = 10_000,
     ceiling: float | None = 1.0,
 ) -> Comparison:
-    "Every run against `baseline` (or every pair): means, difference, CI, p, Holm's p."
+    """Every run against `baseline` (or every pair): means, difference, CI, p, Holm's p.
+
+    `test` gives the p-values and intervals: "t" (`irbook.stats.mean_interval` and
+    `diff_interval`, which hold from 3 questions, and the interval's own test),
+    "fisher" (the same intervals, Fisher's randomisation p) or "bootstrap"
+    (percentile intervals and p from `B` resamples; no verdict below 50 questions)."""
     import pandas as pd  # on use: see the imports
 
     if not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha < 1):
@@ -295,15 +336,20 @@ def compare(
     table = per_query_table(None, table)  # checked; {run: frame} accepted too
     runs = list(dict.fromkeys(table.columns.get_level_values("run")))
     todo = _pairs(runs, baseline, pairs)
+    boot = test == "bootstrap" and len(table) >= MIN_N  # its own intervals throughout
     cis = {
-        m: bootstrap_table(table.xs(m, axis=1, level="metric"), B, alpha, seed)
+        m: bootstrap_table(t, B, alpha, seed) if boot else _mean_cis(t, m, alpha)
         for m in dict.fromkeys(table.columns.get_level_values("metric"))
-    }  # each run's mean with its interval, the same resamples for every run
+        for t in [table.xs(m, axis=1, level="metric")]
+    }  # each run's mean with its interval: the same resamples for every run
     kw = dict(test=test, alpha=alpha, B=B, seed=seed, permutations=permutations)
     rows = _holm_rows(
         pd.DataFrame(_rows(table, todo, cis, ceiling=ceiling, **kw)), alpha
     )
     note = level_note(test, len(table), alpha) if todo else None
+    if len(table) < MIN_N:  # one question: no interval, no test
+        note = f"{len(table)} question: intervals and tests need at least {MIN_N}"
+        rows.loc[rows.baseline.notna(), "significant"] = pd.NA
     if note and test == "bootstrap":  # it would reject equal systems too often: no call
         rows.loc[rows.baseline.notna(), "significant"] = pd.NA
     return Comparison(rows, table, test, alpha, B, note)
@@ -361,7 +407,8 @@ def verdict(r: Mapping) -> str:
 def sentences(self: Comparison) -> list[str]:
     "Every tested pair in words (`verdict`), one sentence each."
     family = len(self.tested)
-    bad = self.note if self.test == "bootstrap" else None  # see `compare`
+    few = len(self.scores) < MIN_N  # one question: no test at all
+    bad = self.note if self.test == "bootstrap" or few else None  # see `compare`
     return [
         f"{r['run']} vs {r['baseline']}, {r['metric']}: "
         + verdict({**r, "family": family, "untestable": bad})
@@ -597,13 +644,13 @@ def plot_comparison(c: Comparison, ax=None, title: str | None = None):
     )
     ax = plot_forest(d, ax=ax, title=title, sort=False)
     ax.axvline(0, color="black", ls="--", lw=1)
-    ax.set_xlabel(f"mean difference, {1 - c.alpha:.0%} paired bootstrap interval")
+    ax.set_xlabel(f"mean difference, {1 - c.alpha:.0%} interval")
     return ax
 
 # %% ../nbs/api/compare.ipynb #3fcff8aa
 @dataclass(frozen=True)
 class VsPublished:
-    "Our mean with its bootstrap interval beside a published figure."
+    "Our mean with its interval (`mean_interval`) beside a published figure."
 
     mean: float
     low: float
@@ -629,16 +676,15 @@ def vs_published(
     published: float,
     n_published: int | None = None,
     same_questions: bool = True,
-    B: int = 2000,
     alpha: float = 0.05,
-    seed=0,
+    bounds=(0.0, 1.0),
 ) -> VsPublished:
     "Our per-query `scores` against a published mean: inside our interval or not."
     if not (isinstance(published, (int, float)) and math.isfinite(published)):
         raise ValueError(f"published must be a finite number, got {published!r}")
-    ci = bootstrap_ci(scores, B=B, alpha=alpha, seed=seed)
+    ci = mean_interval(scores, alpha, bounds)  # the metric's range: `bounds`
     n = len(scores)
     same = bool(same_questions) and (n_published is None or n_published == n)
     return VsPublished(
-        ci.mean, ci.low, ci.high, float(published), n, n_published, same, alpha
+        ci.estimate, ci.low, ci.high, float(published), n, n_published, same, alpha
     )

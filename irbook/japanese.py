@@ -419,7 +419,8 @@ def jsquad_runs(task: JSQuAD, k: int = 10) -> dict:
 
 def summary_of(qrels: dict, runs: dict, metrics=JSQUAD_METRICS) -> pd.DataFrame:
     "Each run's mean and 95% bootstrap interval per metric (B = 1,000), by the engine."
-    c = compare(per_query_table(qrels, runs, metrics), pairs=[], B=1000, seed=0)
+    t = per_query_table(qrels, runs, metrics)
+    c = compare(t, pairs=[], test="bootstrap", B=1000, seed=0)  # the bootstrap's own
     return c.table.set_index(["run", "metric"])[["mean", "mean_low", "mean_high"]]
 
 
@@ -435,6 +436,8 @@ def label_summaries(task: JSQuAD, runs: dict) -> pd.DataFrame:
 
 
 def _ci_cell(row) -> str:
+    if row["mean_low"] != row["mean_low"]:  # too few questions for an interval
+        return f"{row['mean']:.3f}"
     return f"{row['mean']:.3f} [{row['mean_low']:.3f}, {row['mean_high']:.3f}]"
 
 

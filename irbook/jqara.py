@@ -395,7 +395,7 @@ FAMILIES = (
 def plot_family_intervals(
     cis: pd.DataFrame,
     families=FAMILIES,
-    xlabel: str = "nDCG@10 (95% bootstrap interval, 2000 resamples)",
+    xlabel: str = "nDCG@10 (95% interval)",
 ):
     "Every run's mean and interval (columns mean, low, high, family), by family."
     import matplotlib.pyplot as plt
@@ -472,19 +472,27 @@ def versus_leader(table: pd.DataFrame, family: pd.Series, metric: str = "ndcg@10
 
 # %% ../nbs/api/jqara.ipynb #38db5800
 def ranx_pvalues(qrels, runs: dict, tested: pd.DataFrame, metric: str = "ndcg@10"):
-    "`compare`'s tested pairs of `runs` (diff, p) beside `ranx.compare`'s t-test p."
+    """`compare`'s tested pairs of `runs` (diff, p) beside `ranx.compare`'s t-test p.
+
+    `ranx p, score form`: ranx's t statistic (recovered from its p) shrunk by
+    sqrt(1 - diff^2), the form `compare`'s "t" test takes on a metric in [0, 1]
+    (`irbook.stats.diff_interval`): equal to `p` when both run the same test."""
     import ranx
+    from scipy.special import stdtr, stdtrit
 
     rep = ranx.compare(
         qrels, list(runs.values()), metrics=[metric], stat_test="student"
     )
+    ranx_p = np.array(
+        [
+            float(rep.comparisons[a, b][metric]["p_value"])
+            for a, b in zip(tested.run, tested.baseline)
+        ]
+    )
+    df = len(qrels) - 1
+    t = stdtrit(df, 1 - ranx_p / 2) * np.sqrt(1 - tested["diff"].to_numpy() ** 2)
     return tested[["run", "baseline", "diff", "p"]].assign(
-        **{
-            "ranx p": [
-                float(rep.comparisons[a, b][metric]["p_value"])
-                for a, b in zip(tested.run, tested.baseline)
-            ]
-        }
+        **{"ranx p": ranx_p, "ranx p, score form": 2 * stdtr(df, -t)}
     )
 
 # %% ../nbs/api/jqara.ipynb #dab40b20

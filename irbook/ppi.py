@@ -4,21 +4,35 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from statistics import NormalDist
+from dataclasses import dataclass
 
 import numpy as np
 
 from .compare import named_runs, table_as, verdict
 from .metrics import evaluate, expand_metrics
 from .metrics.registry import AGGREGATES, parse_metric
-from .stats import holm
+from irbook.stats import (
+    diff_interval,
+    floored_var,
+    holm,
+    mean_interval,
+    metric_range,
+    score_interval,
+    small_n_note,
+    t_p,
+    t_quantile,
+)
 
 # %% auto #0
-__all__ = ['JUDGED_COLUMNS', 'PPIInterval', 'human_interval', 'power_lambda', 'ppi_interval', 'ppi_paired', 'judge_intervals',
-           'simulate_widths', 'judged_eval', 'judged_report']
+__all__ = ['PPI_FROM', 'PPI_MIN_N', 'FOLDS', 'JUDGED_COLUMNS', 'PPIInterval', 'human_interval', 'power_lambda', 'fold_lambdas',
+           'ppi_interval', 'ppi_paired', 'judge_intervals', 'simulate_widths', 'check_judge', 'judged_eval',
+           'judged_report']
 
 # %% ../nbs/api/ppi.ipynb #10185d26023b46108eb7d9f57d49d2b3
+PPI_FROM = 10  # judge-assisted intervals hold their level from here (test_coverage.py)
+PPI_MIN_N = 3  # below it: refused
+
+
 @dataclass(frozen=True)
 class PPIInterval:
     "A confidence interval for a mean metric (or a paired difference), and its making."
@@ -26,26 +40,29 @@ class PPIInterval:
     estimate: float
     low: float
     high: float
-    lam: float  # the weight on the judge: 0 is human-only, 1 classic PPI
+    lam: float  # the weight on the judge (mean over folds): 0 human-only, 1 classic PPI
     n: int  # human-judged questions
     N: int  # questions in all (human-judged + judge-only)
     method: str  # "human", "ppi" or "ppi++"
     alpha: float = 0.05
-    width: float = field(init=False)
+    p: float = float("nan")  # two-sided p-value of 'the mean is 0' (t, n - 1 df)
+    note: str | None = None  # why it may not hold its level, or None
 
-    def __post_init__(self):
-        object.__setattr__(self, "width", self.high - self.low)
+    @property
+    def width(self) -> float:
+        return self.high - self.low
 
     def __contains__(self, value) -> bool:
         return bool(self.low <= value <= self.high)
 
     def __repr__(self):
         level = f"{1 - self.alpha:.0%}"
-        return (
+        s = (
             f"{self.method}: {self.estimate:.4f} [{self.low:.4f}, {self.high:.4f}] "
             f"({level}, width {self.width:.4f}, lambda {self.lam:.3f}, "
             f"n={self.n} human-judged of N={self.N})"
         )
+        return s + (f"; note: {self.note}" if self.note else "")
 
 # %% ../nbs/api/ppi.ipynb #7cdc8c89c7104fffa095e18ddfef8986
 def _vec(x, name: str) -> np.ndarray:
@@ -79,8 +96,6 @@ def _split(y, f_labeled, f_unlabeled, labeled=None):
         raise ValueError(
             f"y has {len(y)} questions, f_labeled {len(fl)}: need the same questions"
         )
-    if len(y) < 2:
-        raise ValueError("an interval needs at least 2 human-judged questions")
     if len(fu) < 1:
         raise ValueError("no judge-only questions: use human_interval")
     return y, fl, fu
@@ -91,32 +106,49 @@ def _check_alpha(alpha):
         raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
 
 
-def _normal_q(alpha: float) -> float:
-    "The normal quantile z_{1 - alpha/2} (the standard library's: no scipy to import)."
-    return NormalDist().inv_cdf(1 - alpha / 2)
+def _note(n: int) -> str | None:
+    "`small_n_note` for a judge-assisted interval on n human-judged questions."
+    return small_n_note(n, PPI_FROM, PPI_MIN_N, "a judge-assisted interval")
 
 # %% ../nbs/api/ppi.ipynb #504fb2a444614c0babb325280ed9130a
-def human_interval(y, alpha: float = 0.05, N: int | None = None) -> PPIInterval:
-    "The classical (CLT) interval for the mean of `y`, the human-judged metric values."
+def human_interval(
+    y, alpha: float = 0.05, N: int | None = None, bounds=(0.0, 1.0)
+) -> PPIInterval:
+    "The human-only interval for the mean of `y`: `irbook.stats.mean_interval`."
     _check_alpha(alpha)
-    y = _vec(y, "y")
-    if len(y) < 2:
-        raise ValueError("an interval needs at least 2 human-judged questions")
-    est, se = y.mean(), y.std() / np.sqrt(len(y))
-    z = _normal_q(alpha)
-    n = len(y)
-    return PPIInterval(est, est - z * se, est + z * se, 0.0, n, N or n, "human", alpha)
+    iv = mean_interval(_vec(y, "y"), alpha, bounds)
+    n = iv.n
+    return PPIInterval(
+        iv.estimate, iv.low, iv.high, 0.0, n, N or n, "human", alpha, note=iv.note
+    )
 
 # %% ../nbs/api/ppi.ipynb #8a65eabff63a45729fe45fb5ade58bdc
 def power_lambda(y, f_labeled, f_unlabeled, labeled=None) -> float:
     "PPI++'s weight on the judge: the variance-minimising lambda, clipped to [0, 1]."
     y, fl, fu = _split(y, f_labeled, f_unlabeled, labeled)
     n, m = len(y), len(fu)
+    if n < 2:
+        return 0.0
     cov = np.mean((y - y.mean()) * (fl - fl.mean()))
     var_f = np.var(np.concatenate([fl, fu]), ddof=1)
     if var_f == 0:  # a constant judge carries no information
         return 0.0
     return float(np.clip(cov / ((1 + n / m) * var_f), 0.0, 1.0))
+
+
+FOLDS = 5  # PPI++'s lambda for each fold is fitted on the others
+
+
+def fold_lambdas(y, f_labeled, f_unlabeled, folds: int = FOLDS) -> np.ndarray:
+    "Each human-judged question's lambda, fitted on the other folds' questions only."
+    y, fl, fu = _split(y, f_labeled, f_unlabeled)
+    k = max(2, min(folds, len(y) // 2))  # at least 2 questions to fit on, per fold
+    fold = np.arange(len(y)) % k
+    lams = np.empty(len(y))
+    for j in range(k):
+        out = fold != j
+        lams[~out] = power_lambda(y[out], fl[out], fu)
+    return lams
 
 
 def ppi_interval(
@@ -127,29 +159,47 @@ def ppi_interval(
     method: str = "ppi++",
     lam: float | None = None,
     labeled=None,
+    bounds=(0.0, 1.0),
+    folds: int = FOLDS,
 ) -> PPIInterval:
     """Prediction-powered interval for the mean metric.
 
     `y` and `f_labeled`: the human-judged questions' values under human and judge qrels;
     `f_unlabeled`: the judge's values on the other questions (or on all N, `labeled`
-    naming the human-judged ones). `method` is "ppi++" (power-tuned lambda) or "ppi"
-    (lambda = 1); `lam` fixes lambda instead."""
+    naming the human-judged ones). `method` is "ppi++" (lambda fitted on the other
+    `folds` of the human-judged questions) or "ppi" (lambda = 1); `lam` fixes lambda.
+    Student's t with n - 1 df; `bounds`: the values' range (None: unbounded)."""
     _check_alpha(alpha)
     if method not in ("ppi", "ppi++"):
         raise ValueError(f"method must be 'ppi' or 'ppi++', got {method!r}")
     y, fl, fu = _split(y, f_labeled, f_unlabeled, labeled)
-    if lam is None:
-        lam = 1.0 if method == "ppi" else power_lambda(y, fl, fu)
-    elif not 0 <= lam <= 1:
-        raise ValueError(f"lam must be in [0, 1], got {lam!r}")
     n, m = len(y), len(fu)
-    rect = y - lam * fl
-    est = lam * fu.mean() + rect.mean()
-    se = np.sqrt(lam**2 * fu.var() / m + rect.var() / n)
-    z = _normal_q(alpha)
-    return PPIInterval(
-        est, est - z * se, est + z * se, float(lam), n, n + m, method, alpha
-    )
+    note = _note(n)
+    if lam is not None and not 0 <= lam <= 1:
+        raise ValueError(f"lam must be in [0, 1], got {lam!r}")
+    if lam is None and method == "ppi++":
+        lams = fold_lambdas(y, fl, fu, folds)
+    else:
+        lams = np.full(n, 1.0 if lam is None else float(lam))
+    fbar = fu.mean()
+    z = y - lams * (fl - fbar)  # each question's rectified value
+    est, lbar = float(z.mean()), float(lams.mean())
+    var_u = lbar**2 * fu.var(ddof=1 if m > 1 else 0) * n / m  # per human question
+    if bounds is None:
+        se = np.sqrt((z.var(ddof=1) + var_u) / n)
+        q = t_quantile(alpha, n - 1)
+        p = t_p(est / se, n - 1) if se > 0 else 1.0
+        if se == 0:
+            note = "no spread in the values: the interval has no width"
+        low, high = est - q * se, est + q * se
+        return PPIInterval(est, low, high, lbar, n, n + m, method, alpha, p, note)
+    lo, hi = map(float, bounds)
+    zlo, zhi = lo - lbar * (hi - fbar), hi - lbar * (lo - fbar)  # z's range
+    agree = bool(np.all(np.abs(y - fl) < 1e-12))  # no disagreement seen: floor it
+    var = floored_var(z, zlo, zhi, floor=agree) + var_u
+    at = 0.0 if lo < 0 < hi else None  # a difference: tested at 0
+    low, high, p = score_interval(est, var, n, alpha, (lo, hi), at, None)
+    return PPIInterval(est, low, high, lbar, n, n + m, method, alpha, p, note)
 
 # %% ../nbs/api/ppi.ipynb #1671c31a24314836a5b85d7ef7fbf015
 def ppi_paired(
@@ -163,26 +213,32 @@ def ppi_paired(
     method: str = "ppi++",
     lam: float | None = None,
     labeled=None,
+    bounds=(-1.0, 1.0),
 ) -> PPIInterval:
     "Interval for mean(A) - mean(B): `ppi_interval` (or human-only) on the differences."
     d_y = _vec(y_a, "y_a") - _vec(y_b, "y_b")
     d_l = _vec(f_labeled_a, "f_labeled_a") - _vec(f_labeled_b, "f_labeled_b")
     d_u = _vec(f_unlabeled_a, "f_unlabeled_a") - _vec(f_unlabeled_b, "f_unlabeled_b")
     if method == "human":
+        _check_alpha(alpha)
         m = len(d_u) if labeled is not None else len(d_y) + len(d_u)
-        return human_interval(d_y, alpha, N=m)
-    return ppi_interval(d_y, d_l, d_u, alpha, method, lam, labeled)
+        iv = diff_interval(d_y, np.zeros_like(d_y), alpha, bounds)
+        n = iv.n
+        return PPIInterval(
+            iv.estimate, iv.low, iv.high, 0.0, n, m, "human", alpha, iv.p, iv.note
+        )
+    return ppi_interval(d_y, d_l, d_u, alpha, method, lam, labeled, bounds)
 
 # %% ../nbs/api/ppi.ipynb #f5a1fa73e5044315a093ec459c9be902
 def judge_intervals(
-    y, f_labeled, f_unlabeled, alpha: float = 0.05, labeled=None
+    y, f_labeled, f_unlabeled, alpha: float = 0.05, labeled=None, bounds=(0.0, 1.0)
 ) -> dict[str, PPIInterval]:
     "The human-only, classic PPI and PPI++ intervals for one mean, keyed by method."
     y, fl, fu = _split(y, f_labeled, f_unlabeled, labeled)
     return {
-        "human": human_interval(y, alpha, N=len(y) + len(fu)),
-        "ppi": ppi_interval(y, fl, fu, alpha, "ppi"),
-        "ppi++": ppi_interval(y, fl, fu, alpha, "ppi++"),
+        "human": human_interval(y, alpha, N=len(y) + len(fu), bounds=bounds),
+        "ppi": ppi_interval(y, fl, fu, alpha, "ppi", bounds=bounds),
+        "ppi++": ppi_interval(y, fl, fu, alpha, "ppi++", bounds=bounds),
     }
 
 # %% ../nbs/api/ppi.ipynb #a50416e276a0479cbe66534ed1713a40
@@ -244,14 +300,6 @@ def _values(name: str, qrels, run, qids: list, metrics: list, kw) -> np.ndarray:
     return f.reindex(qids)[metrics].to_numpy(np.float64)
 
 
-def _p(iv: PPIInterval) -> float:
-    "Two-sided p-value of 'the mean is 0' from a normal interval."
-    se = (iv.high - iv.low) / (2 * _normal_q(iv.alpha))
-    if se == 0:
-        return 1.0 if iv.estimate == 0 else 0.0
-    return 2 * (1 - NormalDist().cdf(abs(iv.estimate) / se))
-
-
 def _against(names: list, baseline, pairs) -> dict:
     "`{run: [runs it is compared with]}`: vs the baseline, or every pair (as compare)."
     if pairs == "all":
@@ -264,6 +312,61 @@ def _against(names: list, baseline, pairs) -> dict:
             f"baseline {base!r} is not one of the runs: {', '.join(names)}"
         )
     return {r: [] if r == base else [base] for r in names}
+
+# %% ../nbs/api/ppi.ipynb #4eeef37c
+def _labels(qrels) -> np.ndarray:
+    return np.array([v for d in qrels.values() for v in d.values()], dtype=float)
+
+
+def _scale(v: np.ndarray) -> str:
+    lo, hi = v.min(), v.max()
+    return f"{lo:g}-{hi:g}" if np.all(v == np.round(v)) else f"[{lo:g}, {hi:g}]"
+
+
+def check_judge(human: Mapping, judge: Mapping, judge_cut: float | None = None):
+    """The judge's qrels on the human qrels' scale, or a ValueError that says why.
+
+    With `judge_cut` a judge label becomes 1 at or above it, else 0. Otherwise the
+    judge's labels must lie within the human labels' range; labels that are not
+    integers are probabilities of relevance (soft labels): in [0, 1], beside binary
+    human qrels. Returns `(judge, soft)`."""
+    h, j = _labels(human), _labels(judge)
+    if not len(j):
+        raise ValueError("the judge's qrels hold no labels")
+    if judge_cut is not None:
+        cut = float(judge_cut)
+        return {
+            q: {d: int(v >= cut) for d, v in ds.items()} for q, ds in judge.items()
+        }, False
+    soft = not np.all(j == np.round(j))
+    hint = "map them with judge_cut (--judge-cut C: label 1 at or above C, else 0)"
+    if soft and (j.min() < 0 or j.max() > 1 or h.max() > 1 or h.min() < 0):
+        raise ValueError(
+            f"the judge's labels are not integers ({_scale(j)}): soft labels are "
+            f"probabilities in [0, 1] beside binary human qrels (these are "
+            f"{_scale(h)}); or {hint}"
+        )
+    if not soft and (j.min() < h.min() or j.max() > h.max()):
+        raise ValueError(
+            f"the judge labels on a {_scale(j)} scale, the human qrels on "
+            f"{_scale(h)}: {hint}"
+        )
+    return judge, soft
+
+
+def _soft_values(name, soft, run, qids, metrics, kw, draws=64, seed=0):
+    "The judge's expected metric values: soft labels drawn as 0/1 `draws` times."
+    rng = np.random.default_rng(seed)
+    pairs = [(q, d, p) for q, ds in soft.items() for d, p in ds.items()]
+    probs = np.array([p for *_, p in pairs])
+    total = 0.0
+    for _ in range(draws):
+        hits = rng.random(len(probs)) < probs
+        drawn = {q: {} for q in soft}
+        for (q, d, _), h in zip(pairs, hits):
+            drawn[q][d] = int(h)
+        total = total + _values(name, drawn, run, qids, metrics, kw)
+    return total / draws
 
 # %% ../nbs/api/ppi.ipynb #3fe594ce085f44f3aca49cab8c9d728f
 def judged_eval(
@@ -279,21 +382,32 @@ def judged_eval(
     human_questions=None,
     convention: str = "ranx",
     make_comparable: bool = False,
+    judge_cut: float | None = None,
 ):
     """Each run's mean metric, PPI(++) and human-only intervals; paired differences.
 
     `human_qrels`: the human-judged questions' qrels; `judge_qrels` (or Judgments):
-    every question's; `runs`: one run, a list or `{name: run}`. A table in the shape of
-    irbook.compare's: `mean*` PPI, `human_*` human-only, `diff`/`low`/`high` paired."""
+    every question's, on the human scale (`check_judge`; `judge_cut` maps it) or soft
+    (probabilities); `runs`: one run, a list or `{name: run}`. A table in the shape of
+    irbook.compare's: `mean*` PPI, `human_*` human-only, `diff`/`low`/`high` paired;
+    `attrs["note"]` says when n is below `PPI_FROM`."""
     import pandas as pd  # on use, as irbook.compare does
 
     _check_alpha(alpha)
     human, judge = (getattr(x, "qrels", x) for x in (human_qrels, judge_qrels))
+    judge, soft = check_judge(human, judge, judge_cut)
     names = expand_metrics([metrics] if isinstance(metrics, str) else metrics)
     for m in names:
         if AGGREGATES[parse_metric(m)[0]] != "mean":
             raise ValueError(f"{m} is not a mean over questions: PPI has no interval")
     runs = {"run": runs} if _one_run(runs) else named_runs(runs)
+    asked = list(dict.fromkeys(q for r in runs.values() for q in r))
+    unjudged = [str(q) for q in asked if q not in judge]
+    if unjudged:
+        raise ValueError(
+            f"{len(unjudged)} of the {len(asked)} questions the runs answer have no "
+            f"judge labels ({', '.join(unjudged[:3])}): the judge must label every one"
+        )
     hq = list(human) if human_questions is None else list(human_questions)
     stray = [str(q) for q in hq if q not in judge]
     if stray:
@@ -306,43 +420,53 @@ def judged_eval(
         raise ValueError(f"human_questions not in human_qrels: {unlabelled[:3]}")
     qids, hs = list(judge), set(hq)
     idx = np.array([i for i, q in enumerate(qids) if q in hs], dtype=int)
-    if len(idx) < 2 or len(idx) == len(qids):
+    if len(idx) == len(qids):
         raise ValueError(
-            f"{len(idx)} of {len(qids)} questions carry human labels: PPI needs "
-            "at least 2, and at least one question with the judge's labels only"
+            f"all {len(qids)} questions carry human labels: PPI needs questions "
+            "with the judge's labels only"
         )
+    note = _note(len(idx))  # a ValueError below PPI_MIN_N
     labeled = [qids[i] for i in idx]
     kw = dict(convention=convention, make_comparable=make_comparable)
     y, f = {}, {}
     for name, run in runs.items():
         y[name] = _values(name, {q: human[q] for q in labeled}, run, labeled, names, kw)
-        f[name] = _values(name, judge, run, qids, names, kw)
+        if soft:
+            f[name] = _soft_values(name, judge, run, qids, names, kw)
+        else:
+            f[name] = _values(name, judge, run, qids, names, kw)
     method = "ppi++" if power_tuned else "ppi"
+    rng = {m: metric_range(m) for m in names}
+    wide = {
+        m: None if r is None else (r[0] - r[1], r[1] - r[0]) for m, r in rng.items()
+    }
     means = {
         (r, j): ppi_interval(
-            y[r][:, j], f[r][idx, j], f[r][:, j], alpha, method, labeled=idx
+            y[r][:, j], f[r][idx, j], f[r][:, j], alpha, method, labeled=idx,
+            bounds=rng[m],
         )
         for r in runs
-        for j in range(len(names))
-    }
+        for j, m in enumerate(names)
+    }  # fmt: skip
     rows = []
     for r, against in _against(list(runs), baseline, pairs).items():
         for b in against or [None]:
             for j, m in enumerate(names):
-                iv, h = means[r, j], human_interval(y[r][:, j], alpha, N=len(qids))
+                iv = means[r, j]
+                h = human_interval(y[r][:, j], alpha, N=len(qids), bounds=rng[m])
                 row = dict(run=r, metric=m, n=iv.n, N=iv.N, mean=iv.estimate)
                 row.update(mean_low=iv.low, mean_high=iv.high, lam=iv.lam)
                 row.update(human_mean=h.estimate, human_low=h.low, human_high=h.high)
                 if b is not None:
                     a_, b_ = (y[r][:, j], f[r][:, j]), (y[b][:, j], f[b][:, j])
                     args = (a_[0], b_[0], a_[1][idx], b_[1][idx], a_[1], b_[1], alpha)
-                    d = ppi_paired(*args, method, labeled=idx)
-                    dh = ppi_paired(*args, "human", labeled=idx)
+                    d = ppi_paired(*args, method, labeled=idx, bounds=wide[m])
+                    dh = ppi_paired(*args, "human", labeled=idx, bounds=wide[m])
                     sd = float(np.std(a_[0] - b_[0], ddof=1))
                     row.update(baseline=b, baseline_mean=means[b, j].estimate)
                     row.update(diff=d.estimate, low=d.low, high=d.high, diff_lam=d.lam)
                     row.update(human_diff=dh.estimate, human_diff_low=dh.low)
-                    row.update(human_diff_high=dh.high, sd=sd, p=_p(d))
+                    row.update(human_diff_high=dh.high, sd=sd, p=d.p)
                     row.update(effect=d.estimate / sd if sd > 0 else np.nan)
                 rows.append(row)
     t = pd.DataFrame(rows).reindex(columns=list(JUDGED_COLUMNS))
@@ -350,7 +474,8 @@ def judged_eval(
     t.loc[tested, "p_holm"] = holm(t.loc[tested, "p"].to_numpy(np.float64))
     sig = [bool(p < alpha) if ok else None for p, ok in zip(t.p_holm, tested)]
     t = t.assign(significant=pd.array(sig, dtype="boolean"))
-    t.attrs.update(alpha=alpha, method=method, human_questions=labeled)
+    t.attrs.update(alpha=alpha, method=method, human_questions=labeled, note=note)
+    t.attrs.update(soft=soft, judge_cut=judge_cut)
     t.attrs["source"] = getattr(judge_qrels, "source", None)
     return t
 
@@ -385,8 +510,10 @@ def judged_report(t, fmt: str = "table") -> str:
             initial_indent=f"human labels on {len(hq)} of them: ",
             subsequent_indent="  ",
         ),
-        "",
     ]
+    if t.attrs.get("note"):  # fewer human-judged questions than its level was shown at
+        lines.append(f"warning: {t.attrs['note']}")
+    lines.append("")
     m = t.drop_duplicates(["run", "metric"]).reset_index(drop=True)
     means = pd.DataFrame(
         dict(

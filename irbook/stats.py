@@ -11,14 +11,16 @@ import numpy as np
 
 from .core import check_k
 from .metrics import evaluate, parse_metric
+from .metrics.registry import AGGREGATES
 
 if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
     import pandas as pd
 
 # %% auto #0
-__all__ = ['BOOTSTRAP_MIN_N', 'holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci', 'bootstrap_table', 'PairedBootstrap',
-           'paired_bootstrap', 'randomization_test', 'level_note', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx',
-           'four_tools', 'shuffled']
+__all__ = ['BOOTSTRAP_MIN_N', 'HOLDS_FROM', 'MIN_N', 'POPULATIONS', 'holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci',
+           'bootstrap_table', 'PairedBootstrap', 'paired_bootstrap', 'randomization_test', 'level_note', 't_quantile',
+           't_p', 'Interval', 'small_n_note', 'floored_var', 'score_interval', 'mean_interval', 'metric_range',
+           'diff_interval', 'coverage', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx', 'four_tools', 'shuffled']
 
 # %% ../nbs/api/stats.ipynb #3307a792
 def holm(p) -> np.ndarray:
@@ -211,6 +213,203 @@ def level_note(test: str, n: int, alpha: float = 0.05) -> str | None:
             "Fisher's randomisation test"
         )
     return None
+
+# %% ../nbs/api/stats.ipynb #cf9e844a
+HOLDS_FROM = (
+    3  # the score intervals hold their level from here (tests/test_coverage.py)
+)
+MIN_N = 2  # below it no interval: one value has no spread
+
+
+def t_quantile(alpha: float, df) -> float:
+    "Student's t quantile t_{1 - alpha/2, df} (scipy's, imported on use)."
+    from scipy.special import stdtrit  # scipy.special: lighter than scipy.stats
+
+    return float(stdtrit(df, 1 - alpha / 2))
+
+
+def t_p(t: float, df) -> float:
+    "Two-sided p-value of a t statistic with `df` degrees of freedom."
+    from scipy.special import stdtr
+
+    return float(min(1.0, 2 * stdtr(df, -abs(t))))
+
+# %% ../nbs/api/stats.ipynb #4e8f1832
+@dataclass(frozen=True)
+class Interval:
+    "An estimate with its interval at level 1 - alpha, the n and method it came from."
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    alpha: float = 0.05
+    method: str = "t"  # "score" (bounded metric), "t" (no bounds) or a PPI method
+    p: float = float("nan")  # two-sided p-value of 'the mean is 0', where tested
+    note: str | None = None  # why the interval may not hold its level, or None
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+    def __contains__(self, value) -> bool:
+        return bool(self.low <= value <= self.high)
+
+    def __repr__(self):
+        s = f"{self.estimate:.4f} [{self.low:.4f}, {self.high:.4f}]"
+        s += f" ({1 - self.alpha:.0%} {self.method}, n={self.n})"
+        return s + (f"; note: {self.note}" if self.note else "")
+
+# %% ../nbs/api/stats.ipynb #d1a0a9db
+def small_n_note(n: int, holds_from: int, least: int = MIN_N, what="an interval"):
+    "None from `holds_from` values on; a note below it; a ValueError below `least`."
+    if n < least:
+        raise ValueError(f"{what} needs at least {least} questions, got {n}")
+    if n >= holds_from:
+        return None
+    return (
+        f"{n} questions: below {holds_from}, the fewest at which its level was measured"
+    )
+
+
+def floored_var(
+    z: np.ndarray, lo: float, hi: float, floor: bool | None = None
+) -> float:
+    "Sample variance (ddof 1); if 0 (or `floor`), at least one far value's."
+    v = float(z.var(ddof=1))
+    if v > 0 and not floor:
+        return v
+    m = float(z.mean())
+    return max(v, max(m - lo, hi - m) ** 2 / len(z))  # one value that far: d^2/n
+
+# %% ../nbs/api/stats.ipynb #cf417ac3
+def score_interval(
+    est: float, var: float, n: int, alpha=0.05, bounds=(0.0, 1.0), at=None, cmax=1.0
+):
+    """`(low, high, p)`: the score interval for a mean `est` of values in `bounds`.
+
+    `var`: the per-question variance of the estimate (se^2 = var / n). Wilson's
+    interval with the binomial variance scaled by c = var / (m(1 - m)) (m: `est`
+    on [0, 1]; c at most 1), Student's t quantile with n - 1 df; `p`: the same
+    statistic's two-sided p-value at `at` (a value in `bounds`), else NaN. `cmax`:
+    None where the per-question values are not themselves in `bounds` (PPI's)."""
+    lo, hi = map(float, bounds)
+    w = hi - lo
+    m = min(1.0, max(0.0, (est - lo) / w))
+    b = m * (1 - m)  # the largest variance a [0, 1] variable with mean m can have
+    c = var / w**2 / b if b > 0 else 1.0  # the observed share of it
+    c = c if cmax is None else min(c, cmax)
+    k = t_quantile(alpha, n - 1) ** 2 * c / n
+    centre = (m + k / 2) / (1 + k)
+    half = np.sqrt(k * b + k * k / 4) / (1 + k)
+    low = lo + w * max(0.0, centre - half)
+    high = lo + w * min(1.0, centre + half)
+    p = float("nan")
+    if at is not None:
+        z0 = (at - lo) / w
+        se0 = np.sqrt(c * z0 * (1 - z0) / n)
+        p = 1.0 if m == z0 else t_p((m - z0) / se0, n - 1) if se0 > 0 else 0.0
+    return min(low, est), max(high, est), p
+
+
+def mean_interval(x, alpha: float = 0.05, bounds=(0.0, 1.0)) -> Interval:
+    """Interval for the mean of per-question values `x` that holds at small n.
+
+    With `bounds` (the metric's range): `score_interval` on the sample variance
+    (floored when the values do not vary); None: Student's t interval."""
+    x = _as_scores(x, "x")
+    if x.ndim != 1:
+        raise ValueError(f"x must be 1-D (one value a question), got {x.shape}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    n, note = len(x), small_n_note(len(x), HOLDS_FROM)
+    est = float(x.mean())
+    if bounds is None:
+        se = np.sqrt(x.var(ddof=1) / n)
+        q = t_quantile(alpha, n - 1)
+        if se == 0:
+            note = "no spread in the values: the t interval has no width"
+        return Interval(est, est - q * se, est + q * se, n, alpha, "t", note=note)
+    lo, hi = map(float, bounds)
+    if not lo < hi or x.min() < lo - 1e-12 or x.max() > hi + 1e-12:
+        raise ValueError(f"x lies outside its bounds [{lo:g}, {hi:g}]")
+    var = floored_var(np.clip(x, lo, hi), lo, hi)
+    low, high, _ = score_interval(est, var, n, alpha, (lo, hi))
+    return Interval(est, low, high, n, alpha, "score", note=note)
+
+# %% ../nbs/api/stats.ipynb #796183ef
+def metric_range(metric: str):
+    "The range (low, high) of a measure's per-question values, or None if unbounded."
+    try:
+        name, k, _ = parse_metric(metric)
+    except ValueError:  # any other column of scores: no known range
+        return None
+    if name == "hits":
+        return (0.0, float(k)) if k else None
+    if name in ("dcg", "dcg_burges") or AGGREGATES.get(name, "mean") != "mean":
+        return None
+    return (0.0, 1.0)
+
+# %% ../nbs/api/stats.ipynb #c48749dc
+def diff_interval(a, b, alpha: float = 0.05, bounds=(-1.0, 1.0)) -> Interval:
+    """Paired interval and p-value for mean(a - b) that hold at small n.
+
+    `bounds`: the range of a difference (-1, 1 for metrics in [0, 1]); the score
+    interval of `mean_interval` on the differences, and the p-value of the same
+    statistic at 0, so interval and test agree. None: Student's paired t (the sign
+    test's p when every difference is the same)."""
+    d = _paired(a, b)
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    n, note = len(d), small_n_note(len(d), HOLDS_FROM)
+    est = float(d.mean())
+    if bounds is None:
+        se = np.sqrt(d.var(ddof=1) / n)
+        q = t_quantile(alpha, n - 1)
+        p = t_p(est / se, n - 1) if se > 0 else 1.0
+        if se == 0 and est != 0:  # every difference the same, no range: a sign test
+            p = min(1.0, 2 * 0.5**n)
+            note = "no spread in the differences: the sign test's p, no interval"
+        return Interval(est, est - q * se, est + q * se, n, alpha, "t", p, note)
+    lo, hi = map(float, bounds)
+    if not lo < 0 < hi or d.min() < lo - 1e-12 or d.max() > hi + 1e-12:
+        raise ValueError(f"differences lie outside their bounds [{lo:g}, {hi:g}]")
+    var = floored_var(np.clip(d, lo, hi), lo, hi)
+    low, high, p = score_interval(est, var, n, alpha, (lo, hi), at=0.0)
+    return Interval(est, low, high, n, alpha, "score", p, note)
+
+# %% ../nbs/api/stats.ipynb #36124b02
+POPULATIONS = {  # name: (draw(rng, size), true mean); per-question metric values
+    "graded": (
+        lambda g, s: np.select(
+            [(u := g.random(s)) < 0.25, u < 0.4], [0.0, 1.0], g.beta(2, 2, s)
+        ),
+        0.45,
+    ),  # nDCG-like: 25% of questions at 0, 15% at 1
+    "skewed": (
+        lambda g, s: np.select(
+            [(u := g.random(s)) < 0.7, u < 0.8], [0.0, 1.0], g.random(s)
+        ),
+        0.2,
+    ),  # a hard metric: 70% at 0
+    "binary": (lambda g, s: (g.random(s) < 0.8).astype(float), 0.8),  # success@10
+    "rare": (lambda g, s: (g.random(s) < 0.95).astype(float), 0.95),
+}
+
+
+def coverage(interval, population: str, n: int, draws: int = 1000, seed=0) -> dict:
+    "Share of `draws` samples of n questions whose `interval(x)` holds the true mean."
+    draw, truth = POPULATIONS[population]
+    x = draw(np.random.default_rng(seed), (draws, n))
+    ivs = [interval(row) for row in x]
+    lo, hi = np.array([(iv.low, iv.high) for iv in ivs]).T
+    return dict(
+        population=population,
+        n=n,
+        coverage=float(np.mean((lo <= truth) & (truth <= hi))),
+        width=float(np.mean(hi - lo)),
+        zero_width=float(np.mean(hi - lo <= 1e-12)),
+    )
 
 # %% ../nbs/api/stats.ipynb #4005bb22
 def ranx_per_query(qrels, run, metrics, make_comparable: bool = False) -> dict:

@@ -34,7 +34,12 @@ from irbook.compare import (
     vs_published,
 )
 from irbook.core import QueryMismatch
-from irbook.stats import bootstrap_table, paired_bootstrap, randomization_test
+from irbook.stats import (
+    diff_interval,
+    mean_interval,
+    paired_bootstrap,
+    randomization_test,
+)
 
 QRELS = {"q1": {"a": 1, "b": 0, "c": 2}, "q2": {"d": 1}, "q3": {"e": 1, "f": 1}}
 RUNS = {
@@ -152,14 +157,25 @@ def test_table_refuses_what_cannot_be_paired(runs, kw, err, msg):
 # --- compare: the numbers -------------------------------------------------------------
 
 
-def test_t_test_p_equals_scipys():
+def score_t_p(x, y):
+    "The score test's p: the paired t statistic shrunk by sqrt(1 - mean^2), n - 1 df."
+    d = np.asarray(x) - np.asarray(y)
+    t = sps.ttest_rel(x, y).statistic * np.sqrt(1 - d.mean() ** 2)
+    return 2 * sps.t.sf(abs(t), len(d) - 1)
+
+
+def test_t_test_p_is_the_score_form_of_scipys():
     t = scores()
     c = compare(t, test="t")
     assert len(c.tested) == 4
     for r in c.tested.itertuples():
         x, y = t[(r.run, r.metric)], t[(r.baseline, r.metric)]
-        assert r.p == pytest.approx(sps.ttest_rel(x, y).pvalue, rel=1e-12)
-        assert paired_p(x, y) == pytest.approx(r.p, rel=1e-12)
+        assert r.p == pytest.approx(score_t_p(x, y), rel=1e-9)
+        assert r.p >= sps.ttest_rel(x, y).pvalue  # never bolder than Student's t
+        assert paired_p(x, y) == pytest.approx(sps.ttest_rel(x, y).pvalue, rel=1e-9)
+        assert paired_p(x, y, bounds=(-1, 1)) == pytest.approx(r.p, rel=1e-12)
+        # the interval excludes 0 exactly when p < alpha
+        assert (r.p < c.alpha) == (not r.low <= 0 <= r.high)
 
 
 def test_fisher_and_bootstrap_p_are_the_stats_primitives():
@@ -178,18 +194,16 @@ def test_interval_and_effect_size_are_the_pairs():
     c = compare(t, B=1500, seed=7, alpha=0.1)
     row = c.tested[(c.tested.run == "s1") & (c.tested.metric == "mrr")].iloc[0]
     x, y = t[("s1", "mrr")], t[("s0", "mrr")]
-    ref = paired_bootstrap(x, y, B=1500, alpha=0.1, seed=7)
+    ref = diff_interval(x, y, alpha=0.1)  # mrr: a difference lies in [-1, 1]
     assert (row["diff"], row["low"], row["high"]) == pytest.approx(
-        (ref.mean, ref.low, ref.high), abs=1e-15
+        (ref.estimate, ref.low, ref.high), abs=1e-15
     )
     d = (x - y).to_numpy()
     assert row["effect"] == pytest.approx(d.mean() / d.std(ddof=1), rel=1e-12)
     assert row["sd"] == pytest.approx(d.std(ddof=1), rel=1e-12)
-    cis = bootstrap_table(
-        t.xs("mrr", axis=1, level="metric"), B=1500, alpha=0.1, seed=7
-    )
+    ci = mean_interval(x, alpha=0.1)
     assert (row["mean"], row["mean_low"], row["mean_high"]) == pytest.approx(
-        tuple(cis.loc["s1", ["mean", "low", "high"]]), abs=1e-15
+        (ci.estimate, ci.low, ci.high), abs=1e-15
     )
     assert row["baseline_mean"] == pytest.approx(y.mean()) and row["n"] == len(t)
 
@@ -255,7 +269,7 @@ def test_pairs_all_matrix_and_explicit_pairs():
     p, d = c.matrix("mrr", "p"), c.matrix("mrr", "diff")
     assert np.allclose(p, p.T, equal_nan=True) and np.allclose(d, -d.T, equal_nan=True)
     x, y = t[("s2", "mrr")], t[("s1", "mrr")]
-    assert p.loc["s1", "s2"] == pytest.approx(sps.ttest_rel(x, y).pvalue)
+    assert p.loc["s1", "s2"] == pytest.approx(score_t_p(x, y))
     assert d.loc["s2", "s1"] == pytest.approx((x - y).mean())
     best = compare(t, pairs=[("s0", "s2"), ("s1", "s2")])  # each vs the best
     assert {(r.run, r.baseline) for r in best.tested.itertuples()} == {
@@ -347,7 +361,7 @@ def test_sentences_follow_real_comparisons():
     tie = compare({"a": {"m": at_top}, "b": {"m": np.ones(50)}}).sentences()
     assert tie == [
         "b vs a, m: tied at the ceiling (98% of queries at the maximum; diff +0.020 "
-        "[+0.000, +0.060], p = 0.32)"
+        "[-0.020, +0.060], p = 0.32)"
     ]
 
 

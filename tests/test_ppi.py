@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from ppi_py import classical_mean_ci, ppi_mean_ci
 from scipy import stats
+from scipy import stats as sps
 
 from irbook.ppi import (
     PPIInterval,
@@ -32,23 +33,37 @@ def _case(seed):
     return y, fl, fu
 
 
+def _z_over_t(alpha, n):
+    "How much narrower the normal quantile is than Student's t with n - 1 df."
+    return sps.norm.ppf(1 - alpha / 2) / sps.t.ppf(1 - alpha / 2, n - 1)
+
+
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("alpha", [0.05, 0.1])
 def test_equal_to_ppi_python(seed, alpha):
+    "ppi-python's estimate; its width but for Student's t and n - 1 in the variances."
     y, fl, fu = _case(seed)
-    for method, lam in (("ppi", 1), ("ppi++", None)):
-        ref = ppi_mean_ci(y, fl, fu, alpha=alpha, lam=lam)
-        got = ppi_interval(y, fl, fu, alpha=alpha, method=method)
-        np.testing.assert_allclose(
-            [got.low, got.high], np.ravel(ref), rtol=0, atol=1e-10
+    n, m = len(y), len(fu)
+    for lam in (1.0, 0.3, power_lambda(y, fl, fu)):
+        ref = np.ravel(ppi_mean_ci(y, fl, fu, alpha=alpha, lam=lam))
+        got = ppi_interval(y, fl, fu, alpha=alpha, lam=lam, bounds=None)
+        assert got.estimate == pytest.approx(ref.mean(), abs=1e-12)
+        se0 = np.sqrt(np.var(y - lam * fl) / n + lam**2 * np.var(fu) / m)
+        se1 = np.sqrt(
+            np.var(y - lam * fl, ddof=1) / n + lam**2 * np.var(fu, ddof=1) / m
         )
-    # a fixed lambda, and lambda = 0 = the classical interval
-    ref = ppi_mean_ci(y, fl, fu, alpha=alpha, lam=0.3)
-    got = ppi_interval(y, fl, fu, alpha=alpha, lam=0.3)
-    np.testing.assert_allclose([got.low, got.high], np.ravel(ref), atol=1e-10)
+        assert (ref[1] - ref[0]) / 2 == pytest.approx(
+            sps.norm.ppf(1 - alpha / 2) * se0, rel=1e-9
+        )
+        assert got.width / 2 == pytest.approx(
+            sps.t.ppf(1 - alpha / 2, n - 1) * se1, rel=1e-9
+        )
     ref = classical_mean_ci(y, alpha=alpha)
-    got = human_interval(y, alpha=alpha)
-    np.testing.assert_allclose([got.low, got.high], np.ravel(ref), atol=1e-10)
+    got = human_interval(y, alpha=alpha, bounds=None)
+    assert got.estimate == pytest.approx(np.mean(ref), abs=1e-12)
+    assert got.width / (ref[1] - ref[0]) == pytest.approx(
+        np.sqrt(n / (n - 1)) / _z_over_t(alpha, n), rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -58,10 +73,10 @@ def test_paired_equal_to_ppi_python_on_differences(seed):
     yb = np.clip(ya + rng.normal(0, 0.1, len(ya)), 0, 1)
     flb = np.clip(fla + rng.normal(0, 0.1, len(fla)), 0, 1)
     fub = np.clip(fua + rng.normal(0, 0.1, len(fua)), 0, 1)
-    for method, lam in (("ppi", 1), ("ppi++", None)):
-        ref = ppi_mean_ci(ya - yb, fla - flb, fua - fub, alpha=ALPHA, lam=lam)
-        got = ppi_paired(ya, yb, fla, flb, fua, fub, alpha=ALPHA, method=method)
-        np.testing.assert_allclose([got.low, got.high], np.ravel(ref), atol=1e-10)
+    ref = ppi_mean_ci(ya - yb, fla - flb, fua - fub, alpha=ALPHA, lam=1)
+    got = ppi_paired(ya, yb, fla, flb, fua, fub, ALPHA, "ppi", bounds=None)
+    assert got.estimate == pytest.approx(np.mean(ref), abs=1e-12)
+    assert got.width > np.ravel(ref)[1] - np.ravel(ref)[0]  # t, n - 1: wider
 
 
 def test_labeled_mask_and_result():
@@ -176,21 +191,23 @@ def test_a_constant_bias_of_the_judge_changes_nothing(seed):
         )
 
 
-def test_normal_quantile_without_scipy():
-    "irbook.ppi takes z from the standard library: the same number as scipy's."
+def test_t_quantile_is_scipys_and_imported_on_use():
+    "Student's t from scipy.special on use: importing irbook.ppi loads no scipy."
     import subprocess
     import sys
 
-    from irbook.ppi import _normal_q
+    from irbook.stats import t_p, t_quantile
 
     for a in (0.001, 0.05, 0.1, 0.5, 0.9):
-        assert _normal_q(a) == pytest.approx(stats.norm.ppf(1 - a / 2), abs=1e-12)
+        for df in (1, 2, 9, 49, 1000):
+            assert t_quantile(a, df) == pytest.approx(stats.t.ppf(1 - a / 2, df))
+            assert t_p(1.7, df) == pytest.approx(2 * stats.t.sf(1.7, df))
     code = "import sys, irbook.ppi; print('scipy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr  # the CLI imports irbook.ppi
 
 
-def test_judged_eval_human_columns_are_the_classical_interval():
+def test_judged_eval_human_columns_are_the_stats_intervals():
     from irbook.metrics import evaluate
     from irbook.ppi import judged_eval
 
@@ -206,11 +223,12 @@ def test_judged_eval_human_columns_are_the_classical_interval():
         r: evaluate(human, {q: runs[r][q] for q in human}, "precision@2", True)
         for r in runs
     }
+    from irbook.stats import diff_interval, mean_interval
+
     for r, row in t.set_index("run").iterrows():
-        ref = classical_mean_ci(y[r]["precision@2"].to_numpy(), alpha=ALPHA)
-        assert [row.human_low, row.human_high] == pytest.approx(np.ravel(ref))
+        ref = mean_interval(y[r]["precision@2"].to_numpy(), alpha=ALPHA)
+        assert [row.human_low, row.human_high] == pytest.approx([ref.low, ref.high])
     row = t[t.baseline.notna()].iloc[0]
-    d = (y["Y"] - y["X"])["precision@2"].to_numpy()
-    ref = classical_mean_ci(d, alpha=ALPHA)
-    assert [row.human_diff_low, row.human_diff_high] == pytest.approx(np.ravel(ref))
+    d = diff_interval(y["Y"]["precision@2"], y["X"]["precision@2"], alpha=ALPHA)
+    assert [row.human_diff_low, row.human_diff_high] == pytest.approx([d.low, d.high])
     assert bool(row.significant) == (row.p_holm < ALPHA)

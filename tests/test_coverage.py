@@ -1,0 +1,117 @@
+"""Coverage at the n practitioners have (issue 34): every interval of the statistics
+layer, drawn many times from populations whose mean is known, holds its level.
+
+Populations are `irbook.stats.POPULATIONS` (an nDCG-like graded metric, a skewed one,
+two binary ones); judges go from useless to near-perfect. 1,000 draws a cell give a
+Monte Carlo sd of about 0.007, so a cell must cover at least 0.92 at n = 25 (target
+0.935) and 0.90 at n = 10 (target 0.91). The landed code before this policy covered
+0.79-0.92 in such cells (normal quantile, lambda fitted on the same questions), so
+these tests fail on it."""
+
+import numpy as np
+import pytest
+
+from irbook.ppi import human_interval, ppi_interval, ppi_paired
+from irbook.stats import POPULATIONS, coverage, diff_interval, mean_interval
+
+N = 2000  # questions in all: n human-judged, the rest judge-only
+DRAWS = 1000
+
+
+def judge(y, kind, g):
+    "A judge's per-question metric values for human values y."
+    if kind == "good":  # near-perfect, continuous
+        return np.clip(y + g.normal(0, 0.1, y.shape), 0, 1)
+    if kind == "biased":  # 0.15 too high, noisy
+        return np.clip(y + 0.15 + g.normal(0, 0.15, y.shape), 0, 1)
+    if kind == "useless":  # unrelated to the question
+        return g.permutation(y)
+    # "flip": agrees exactly but for 2% of the questions (rounded, then flipped)
+    r = np.round(y)
+    return np.where(g.random(y.shape) < 0.02, 1 - r, r)
+
+
+def ppi_coverage(pop, kind, n, method="ppi++", draws=DRAWS, seed=0):
+    draw, truth = POPULATIONS[pop]
+    g = np.random.default_rng(seed)
+    hit, width, zero = 0, 0.0, 0
+    for _ in range(draws):
+        y = draw(g, N)
+        f = judge(y, kind, g)
+        lab = np.zeros(N, bool)
+        lab[g.choice(N, n, replace=False)] = True
+        iv = ppi_interval(y[lab], f[lab], f[~lab], method=method)
+        hit += iv.low <= truth <= iv.high
+        width += iv.width
+        zero += iv.width <= 1e-12
+    return hit / draws, width / draws, zero
+
+
+@pytest.mark.parametrize("pop", ["graded", "binary", "rare"])
+@pytest.mark.parametrize("kind", ["good", "biased", "useless", "flip"])
+@pytest.mark.parametrize("n", [10, 25])
+def test_ppi_plus_plus_holds_its_level(pop, kind, n):
+    cov, width, zero = ppi_coverage(pop, kind, n)
+    assert cov >= (0.92 if n >= 25 else 0.90), (pop, kind, n, cov, width)
+    assert zero == 0, "a zero-width interval from data with variation"
+
+
+def test_a_good_judge_narrows_the_interval():
+    "Coverage alone is not a fix: with a good judge PPI++ is narrower than humans."
+    _, w_good, _ = ppi_coverage("graded", "good", 25, draws=300)
+    _, w_useless, _ = ppi_coverage("graded", "useless", 25, draws=300)
+    draw, _ = POPULATIONS["graded"]
+    g = np.random.default_rng(1)
+    w_human = np.mean([human_interval(draw(g, 25)).width for _ in range(300)])
+    assert w_good < 0.5 * w_human, (w_good, w_human)
+    assert w_useless < 1.15 * w_human, (w_useless, w_human)  # costs little
+
+
+@pytest.mark.parametrize("pop", list(POPULATIONS))
+@pytest.mark.parametrize("n", [3, 5, 10, 25, 50])
+def test_human_only_mean_interval_holds(pop, n):
+    c = coverage(mean_interval, pop, n, draws=DRAWS, seed=n)
+    assert c["coverage"] >= 0.925, c
+    assert c["zero_width"] == 0, c
+
+
+def test_the_normal_interval_does_not():
+    "The test can fail: the textbook z interval misses badly on the same draws."
+    from statistics import NormalDist
+
+    from irbook.stats import Interval
+
+    z = NormalDist().inv_cdf(0.975)
+
+    def normal(x):
+        h = z * x.std() / len(x) ** 0.5
+        return Interval(x.mean(), x.mean() - h, x.mean() + h, len(x))
+
+    assert coverage(normal, "binary", 10, draws=DRAWS)["coverage"] < 0.9
+    assert coverage(normal, "graded", 10, draws=DRAWS)["coverage"] < 0.925
+
+
+@pytest.mark.parametrize("n", [3, 10, 25])
+def test_paired_difference_interval_holds(n):
+    "Two correlated systems on the graded population; and two binary ones."
+    g = np.random.default_rng(n)
+    draw, _ = POPULATIONS["graded"]
+    big = draw(g, 400_000)
+    shift = lambda a: np.clip(a + g.normal(0.05, 0.2, a.shape), 0, 1)  # noqa: E731
+    truth = float((shift(big) - big).mean())
+    hit = 0
+    for _ in range(DRAWS):
+        a = draw(g, n)
+        iv = diff_interval(shift(a), a)
+        hit += iv.low <= truth <= iv.high
+        assert iv.width > 0
+    assert hit / DRAWS >= 0.925
+
+
+def test_no_spread_is_not_certainty():
+    "Two questions, b lower by 1 on both: not p < 0.001 (the CLI's old verdict)."
+    d = diff_interval([0.0, 0.0], [1.0, 1.0])
+    assert d.p > 0.05 and d.width > 0.5
+    iv = ppi_paired([0, 0, 0], [1, 1, 1], [0, 0, 0], [1, 1, 1], [0] * 50, [1] * 50)
+    assert iv.width > 0 and iv.p > 1e-3, iv
+    assert mean_interval([1.0] * 5).low < 0.9
