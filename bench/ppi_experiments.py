@@ -92,6 +92,36 @@ def calibrated_threshold(counts: np.ndarray, labeled: np.ndarray) -> int:
     return int(np.argmax(f1))
 
 
+FOLDS = 5  # the judge's threshold for a human-judged question: fitted on the others
+
+
+def crossfit_thresholds(counts: np.ndarray, labeled: np.ndarray) -> tuple:
+    """`(t_all, fold_of, t_fold)`: the threshold fitted on every human-judged question
+    (for the judge-only ones) and, for each of `FOLDS` folds of the human-judged
+    questions (in order, i % FOLDS), the one fitted on the other folds, so that the
+    same human labels never both fit the judge and measure its bias (cross-fitting,
+    as `irbook.judges.threshold_judge(folds=...)` does)."""
+    idx = np.flatnonzero(labeled)
+    k = max(2, min(FOLDS, len(idx) // 2))
+    fold_of = np.full(len(labeled), -1)
+    fold_of[idx] = np.arange(len(idx)) % k
+    t_fold = []
+    for j in range(k):
+        others = labeled & (fold_of != j)
+        t_fold.append(calibrated_threshold(counts, others))
+    return calibrated_threshold(counts, labeled), fold_of, t_fold
+
+
+def judge_values_of(F: np.ndarray, fits: list) -> np.ndarray:
+    "(D, Q, S) judge values: each question's from its fold's threshold (`fits`)."
+    out = np.stack([F[t_all] for t_all, _, _ in fits])
+    for d, (_, fold_of, t_fold) in enumerate(fits):
+        for j, t in enumerate(t_fold):
+            q = fold_of == j
+            out[d, q] = F[t][q]
+    return out
+
+
 def threshold_check(score: np.ndarray, human: np.ndarray, grid):
     """A check `(labeled, t)` that `irbook.judges.threshold_judge`, given the judge's
     scores and the human labels of the `labeled` questions and the same grid, cuts at
@@ -257,14 +287,16 @@ def run_draws(
             lab = np.zeros((d, Q), bool)
             for i in range(d):
                 lab[i, rng.choice(Q, n, replace=False)] = True
-            t = [calibrated_threshold(counts, row) for row in lab]
+            fits = [crossfit_thresholds(counts, row) for row in lab]
+            t = [f[0] for f in fits]
             if check is not None:  # the judge step, checked against irbook.judges
                 check(lab[0], t[0])
             thresholds += t
             for m in Y:
                 S = len(systems)
-                ivs = batch_intervals(Y[m] @ W, F[m][t] @ W, lab, alpha, S)
-                check_against_irbook(Y[m] @ W, F[m][t[0]] @ W, lab[0], ivs, alpha, S)
+                Fd = judge_values_of(F[m], fits) @ W
+                ivs = batch_intervals(Y[m] @ W, Fd, lab, alpha, S)
+                check_against_irbook(Y[m] @ W, Fd[0], lab[0], ivs, alpha, S)
                 for k in METHODS:
                     rec[m, k].append(np.stack(ivs[k]))  # (4, d, U)
         rec = {mk: np.concatenate(v, axis=1) for mk, v in rec.items()}
@@ -503,10 +535,15 @@ def experiment(name: str, cfg: dict, inputs: dict, draws: int, seed: int = 0) ->
             "under human labels. The intervals assume independent draws from an "
             "infinite population, so they are conservative (more so as n nears N).",
             "calibration": "per draw, the judge's score threshold with the best F1 "
-            "against the human labels of the n human-judged questions (a grid of "
-            "score quantiles; irbook.judges.threshold_judge's rule, checked against "
-            "it on the first draw of every batch); the same draw's questions then give "
-            "PPI's rectifier",
+            "against the "
+            "human labels of the n human-judged questions (a grid of score "
+            "quantiles; irbook.judges.threshold_judge's rule, checked against it on"
+            " the first draw of every batch) labels the judge-only questions; each "
+            "human-judged question is labelled at the threshold fitted on the other"
+            " folds (5, by order) of the human-judged questions (cross-fitting), so"
+            " the same labels never both fit the judge and give PPI's rectifier. "
+            "Intervals: irbook.ppi (Student t, n - 1 df; PPI++'s lambda cross-"
+            "fitted; the metric's range)",
             "judge only": "the classical interval of the judge's metric over all "
             "questions, with no human correction",
         },

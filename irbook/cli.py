@@ -36,9 +36,9 @@ from .power import SIM_TESTS
 # tqdm (a bar), dask, the span, unjudged and power reports
 
 # %% auto #0
-__all__ = ['DEFAULT_METRICS', 'run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'k_arg', 'parser',
-           'span_runs', 'unjudged_report', 'render_report', 'tagged', 'eval_job', 'run_eval', 'with_power',
-           'plan_arguments', 'run_plan', 'stdin_files', 'measures_table', 'main', 'command']
+__all__ = ['DEFAULT_METRICS', 'run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'cut_arg', 'k_arg',
+           'parser', 'span_runs', 'unjudged_report', 'render_report', 'tagged', 'eval_job', 'run_eval', 'with_power',
+           'plan_arguments', 'run_plan', 'stdin_files', 'measures_table', 'main', 'command', 'judge_labels']
 
 # %% ../nbs/api/cli.ipynb #fad3f2ab
 def run_name(path) -> str:
@@ -50,6 +50,8 @@ def run_name(path) -> str:
 
 # %% ../nbs/api/cli.ipynb #0aff18c5
 _NUMPY_REPR = re.compile(r"np\.\w+\(([^()]*)\)")  # numpy 2 reprs: np.str_('q1')
+# irbook.ppi's "judge_cut (--judge-cut C: label 1 at or above C)": the option's words
+_JUDGE_CUT = re.compile(r"judge_cut \((--judge-cut[^:)]*)(?::\s*([^)]*))?\)")
 
 
 def message(e: BaseException, path=None) -> str:
@@ -66,6 +68,7 @@ def message(e: BaseException, path=None) -> str:
     text = _NUMPY_REPR.sub(r"\1", text).replace(
         "make_comparable=True", "--make-comparable"
     )
+    text = _JUDGE_CUT.sub(lambda m: m[1] + (f" ({m[2]})" if m[2] else ""), text)
     text = " ".join(text.split())  # one line
     if path is not None and Path(path).name not in text:
         text = f"{path}: {text}"
@@ -178,6 +181,17 @@ def alpha_arg(text: str) -> float:
     return a
 
 
+def cut_arg(text: str) -> float:
+    "The value of `--judge-cut`: a finite number."
+    try:
+        c = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(c):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return c
+
+
 def k_arg(text: str) -> int:
     "The value of `--holes`: a positive integer depth."
     if not (text.isascii() and text.isdigit() and int(text) > 0):
@@ -247,13 +261,12 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--test",
         choices=TESTS,
-        default="t",
-        help="paired test for comparisons (default: t)",
+        help="paired test for comparisons (default: t; not with --judge, whose "
+        "comparisons are PPI's t-test)",
     )
     e.add_argument(
         "--memory",
         type=int,
-        default=MEMORY // 2**20,
         help="MB a run may take while it is scored, a batch of whole queries at a time "
         f"(0: the whole run in memory at once; default: {MEMORY // 2**20})",
     )
@@ -303,7 +316,21 @@ def parser() -> argparse.ArgumentParser:
         "--judge",
         metavar="JUDGE_QRELS",
         help="a judge's qrels on every question (QRELS: the human-judged ones): "
-        "PPI++ intervals of each mean and difference, beside the human-only ones",
+        "PPI++ intervals of each mean and difference, beside the human-only ones; "
+        "its labels: integers, or probabilities in [0, 1] (soft labels, 0.8)",
+    )
+    e.add_argument(
+        "--judge-cut",
+        type=cut_arg,
+        metavar="C",
+        help="with --judge: the judge's label becomes 1 where it is C or more, else 0 "
+        "(an UMBRELA 0-3 grade with 2, a 0-100 score with 50)",
+    )
+    e.add_argument(
+        "--ranks",
+        action="store_true",
+        help="after the comparison, the ranks each run can hold at 1 - alpha, all at "
+        "once (simultaneous intervals for every pair, irbook.ranking)",
     )
     e.add_argument(
         "--engine",
@@ -404,26 +431,64 @@ def tagged(table, paths: list, baseline=None) -> tuple:
     return table.rename(columns=tags, level=0), tags.get(baseline, baseline)
 
 
+def _not_with_judge(a: argparse.Namespace) -> str | None:
+    "Why the first option given that `--judge` cannot honour is refused, or None."
+    why = "does not apply with --judge"
+    refused = [
+        (a.per_query, "-q/--per-query: judge-assisted intervals are of means over "
+         f"the questions, with no per-question rows; -q {why}"),
+        (a.bounds, "--bounds: the judge's labels take the place of bounds on the "
+         f"unjudged documents; --bounds {why}"),
+        (a.holes, "--holes: it lists the unjudged documents to send to a judge, "
+         f"before there are judge labels; --holes {why}"),
+        (a.judged_only, "-J/--judged-only: a run without its unjudged documents is "
+         "scored on other documents under the human and the judge's labels, which "
+         f"PPI cannot correct; -J {why}"),
+        (a.power is not None, "--power: its minimum detectable difference is the "
+         f"paired t-test's on the human labels, not PPI's; --power {why}"),
+        (a.test is not None, "--test: judge-assisted comparisons use the PPI "
+         f"t-test; --test {why}"),
+        (a.format == "trec", "--format trec prints trec_eval's layout, which has no "
+         "intervals: pick table, md, csv, json or latex with --judge"),
+        (a.chunks is not None, "--chunks: span judgments have no judge-assisted "
+         f"intervals; --chunks {why}"),
+        (a.texts is not None, f"--texts goes with --chunks, which {why}"),
+        (a.budget is not None, f"--budget goes with --chunks, which {why}"),
+        (a.engine == "dask", "--engine dask: judge-assisted evaluation reads every "
+         f"run whole, in this process; --engine dask {why}"),
+        (a.scheduler is not None, f"--scheduler goes with --engine dask, which {why}"),
+        (a.memory is not None, "--memory: judge-assisted evaluation reads every run "
+         f"whole, in memory; --memory {why}"),
+        (a.ranks, "--ranks: the ranks come from human-only simultaneous intervals; "
+         f"--ranks {why}"),
+    ]  # fmt: skip
+    return next((text for given, text in refused if given), None)
+
+
 def eval_job(a: argparse.Namespace) -> argparse.Namespace:
     "`irbook eval`'s arguments checked, before any file is read: a new namespace."
     j = argparse.Namespace(**vars(a))  # `a` itself is left as it was
+    if a.judge is not None and (why := _not_with_judge(a)):
+        raise ValueError(why)  # each option --judge cannot honour, in its own words
+    if a.judge is None and a.judge_cut is not None:
+        raise ValueError("--judge-cut maps a judge's labels to 0 and 1: give --judge")
+    j.test = a.test or "t"  # given with --judge: refused above
+    j.memory = MEMORY // 2**20 if a.memory is None else a.memory
     if a.power is not None and (a.per_query or len(a.runs) < 2):
         raise ValueError("--power needs two runs or more to compare, without -q")
+    if a.ranks and (a.per_query or len(a.runs) < 2 or a.format not in ("table", "md")):
+        raise ValueError("--ranks needs two runs or more, without -q, in a table or md")
     if a.power is not None and a.format == "trec":
         raise ValueError(
             "--power does not fit trec_eval's layout: pick another --format"
         )
-    if [a.qrels, *a.runs].count("-") > 1:
+    if [a.qrels, *a.runs, a.judge].count("-") > 1:
         raise ValueError("standard input (-) can be read once: give it as one file")
     if a.chunks is not None:  # QRELS holds span judgments (chapter 12's JSON Lines)
         j.report = "spans"
         return j
     j.report = "holes" if a.holes else "bounds" if a.bounds else "scores"
-    if a.judge:  # judge-assisted: PPI intervals (irbook.ppi.judged_eval)
-        if a.per_query or a.bounds or a.holes or a.judged_only or a.power:
-            raise ValueError(
-                "--judge goes with none of -q, --bounds, --holes, -J, --power"
-            )
+    if a.judge is not None:  # judge-assisted: PPI intervals (irbook.ppi.judged_eval)
         j.report = "judge"
     j.metrics = expand_metrics(a.metrics or DEFAULT_METRICS)
     for m in j.metrics:
@@ -436,10 +501,12 @@ def eval_job(a: argparse.Namespace) -> argparse.Namespace:
     names = [name for name, _ in _each_run(a.runs)]
     if a.baseline is not None and a.baseline not in names:
         raise ValueError(f"--baseline {a.baseline!r} is not a run: {', '.join(names)}")
-    if not 0 <= a.memory <= _MAX_MB:
+    if not 0 <= j.memory <= _MAX_MB:
         raise ValueError(
-            f"--memory takes MB, from 0 (no limit) to {_MAX_MB:,}, got {a.memory:,}"
+            f"--memory takes MB, from 0 (no limit) to {_MAX_MB:,}, got {j.memory:,}"
         )
+    if j.report == "judge":
+        return j
     if j.report != "scores":  # reports on the unjudged documents, not scores
         if a.bounds and a.holes or a.judged_only:
             raise ValueError("use one of --bounds, --holes and -J/--judged-only")
@@ -517,7 +584,19 @@ def _render(j: argparse.Namespace, scores: dict) -> str:
     if trec and j.convention == "trec_eval":
         with_power(c, "trec")  # its note on stderr, if any
         return _trec_text(table)
-    return with_power(c, j.format, j.power)
+    text = with_power(c, j.format, j.power)
+    return text + _ranks_text(table, j.alpha) if j.ranks else text
+
+
+def _ranks_text(table, alpha: float) -> str:
+    "`--ranks`: each metric's `irbook.ranking.rank_intervals` as a text table."
+    from irbook.ranking import rank_intervals, rank_report
+
+    out = []
+    for m in dict.fromkeys(table.columns.get_level_values("metric")):
+        ranks = rank_intervals(table.xs(m, axis=1, level="metric"), alpha)
+        out.append(f"\n\nranks by {m}:\n{rank_report(ranks)}")
+    return "".join(out)
 
 
 def _judged(j: argparse.Namespace) -> str:
@@ -527,15 +606,19 @@ def _judged(j: argparse.Namespace) -> str:
     with reading(j.qrels):
         qrels = read_columns(j.qrels, "qrels")
     with reading(j.judge):
-        judge = read_columns(j.judge, "qrels").to_dict()
+        judge = judge_labels(j.judge)
     runs = {}
     for name, p in _each_run(j.runs):
         with reading(p):
             runs[name] = read_run(p)
     kw = dict(convention=j.convention, make_comparable=j.make_comparable)
-    kw.update(baseline=j.baseline)
+    kw.update(baseline=j.baseline, judge_cut=j.judge_cut)
     t = judged_eval(qrels.to_dict(), judge, runs, j.metrics, j.alpha, **kw)
-    return judged_report(t, j.format)
+    text = judged_report(t, j.format)
+    note = t.attrs.get("note")
+    if note and note not in text:  # csv, json...: the warning on stderr, as compare's
+        print(f"irbook eval: note: {note}", file=sys.stderr)
+    return text
 
 
 def _means_only(j: argparse.Namespace) -> bool:
@@ -617,6 +700,13 @@ def plan_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--convention", choices=list(CONVENTIONS), default="ranx")
     p.add_argument("-c", "--make-comparable", action="store_true")
     p.add_argument("--format", choices=("table", "md", "csv", "json"), default="table")
+    p.add_argument(
+        "--judge",
+        metavar="JUDGE_QRELS",
+        help="a judge's qrels on every question (QRELS: the human-judged pilot): how "
+        "many human labels PPI++ needs beside its (irbook.labelling.judge_plan)",
+    )
+    p.add_argument("--judge-cut", type=cut_arg, metavar="C", help="as irbook eval's")
     return p
 
 
@@ -632,6 +722,14 @@ def run_plan(a: argparse.Namespace) -> str:
         parse_metric(m)
     if len(a.runs) < 2:
         raise ValueError("plan needs two pilot runs or more")
+    if a.judge is None and a.judge_cut is not None:
+        raise ValueError("--judge-cut maps a judge's labels to 0 and 1: give --judge")
+    if a.judge is not None:
+        if not a.diff:
+            raise ValueError("plan --judge needs --diff: the differences to find")
+        if a.test != "t" or a.n is not None:
+            raise ValueError("plan --judge plans PPI++'s t-test: no --test or --n")
+        return _judge_plan(a, metrics)
     with stdin_files(a) as a:
         with reading(a.qrels):
             qrels = read_columns(a.qrels, "qrels")
@@ -648,11 +746,65 @@ def run_plan(a: argparse.Namespace) -> str:
         rows.append(p)
     cols = ["metric", "test", "pilot", "systems", "sd", "n", "mdd", "diff", "n_needed"]
     out = pd.concat(rows)[cols].reset_index(drop=True)
-    if a.format == "json":
+    return _plan_text(out, a.format)
+
+
+def _judge_plan(a: argparse.Namespace, metrics: list) -> str:
+    "`irbook plan --judge`: human labels needed with and without the judge, per pair."
+    import numpy as np
+    import pandas as pd
+
+    from irbook.labelling import judge_plan
+    from irbook.metrics import evaluate
+    from irbook.ppi import check_judge
+
+    with reading(a.qrels):
+        human = read_columns(a.qrels, "qrels").to_dict()
+    with reading(a.judge):
+        judge, soft = check_judge(human, judge_labels(a.judge), a.judge_cut)
+    if soft:
+        raise ValueError("plan --judge takes integer judge labels (or --judge-cut)")
+    runs = {}
+    for name, p in _each_run(a.runs):
+        with reading(p):
+            runs[name] = read_run(p)
+    qids = list(judge)
+    lab = np.array([q in human for q in qids])
+    if lab.sum() < 3 or lab.all():
+        raise ValueError(
+            f"{lab.sum()} of the judge's {len(qids)} questions are in the pilot "
+            "qrels: plan --judge needs at least 3, and questions with judge labels only"
+        )
+    kw = dict(convention=a.convention, make_comparable=a.make_comparable)
+    pilot = [q for q in qids if q in human]
+
+    def values(qrels, run, on):
+        sub = {q: run[q] for q in on if q in run}
+        return evaluate(qrels, sub, metrics, per_query=True, **kw).reindex(on)
+
+    y = {n: values(human, r, pilot) for n, r in runs.items()}
+    f = {n: values(judge, r, qids) for n, r in runs.items()}
+    base, rows = next(iter(runs)), []
+    for m in metrics:
+        for r in list(runs)[1:]:
+            dy = (y[r][m] - y[base][m]).to_numpy()
+            df = (f[r][m] - f[base][m]).to_numpy()
+            for d in a.diff:
+                jp = judge_plan(dy, df[lab], df[~lab], d, a.alpha, a.power)
+                row = dict(metric=m, run=r, baseline=base, pilot=int(lab.sum()))
+                row.update(rho=jp.rho, diff=d, n_human=jp.n_human, n_ppi=jp.n_ppi)
+                rows.append(dict(row, labels_saved=jp.labels_saved))
+    out = pd.DataFrame(rows)
+    return _plan_text(out, a.format)
+
+
+def _plan_text(out, fmt: str) -> str:
+    "A plan's table as `irbook plan --format` asks: table, md, csv or json."
+    if fmt == "json":
         return out.replace(float("inf"), None).to_json(orient="records")
-    if a.format == "csv":
+    if fmt == "csv":
         return out.to_csv(index=False)
-    if a.format == "md":
+    if fmt == "md":
         return out.to_markdown(index=False, floatfmt=".4f")
     return out.to_string(index=False, float_format=lambda v: f"{v:.4f}")
 
@@ -672,6 +824,7 @@ def _once(path) -> bool:
 def stdin_files(a: argparse.Namespace):
     "`a` with `-` and pipes as files: each read once, copied, then read as any file."
     given = [getattr(a, "qrels", None), *(getattr(a, "runs", None) or [])]
+    given.append(getattr(a, "judge", None))  # irbook eval --judge: read as QRELS
     if [p for p in given if p is not None and _once(p)] == []:
         yield a
         return
@@ -699,6 +852,8 @@ def stdin_files(a: argparse.Namespace):
             j.qrels = str(copies[a.qrels])
         if getattr(a, "runs", None):
             j.runs = [str(copies.get(p, p)) for p in a.runs]
+        if getattr(a, "judge", None) in copies:
+            j.judge = str(copies[a.judge])
         try:
             yield j
         except Exception as e:  # its message names the input as it was given
@@ -827,3 +982,59 @@ def command():
 # %% ../nbs/api/cli.ipynb #678180b6
 # chapter 9's comparison moved to irbook.compare (compare and render are imported above)
 __getattr__ = deprecated_names(__name__, {"paired_p": "irbook.compare.paired_p"})
+
+# %% ../nbs/api/cli.ipynb #80515005
+_INTEGER = re.compile(rb"[+-]?[0-9]+")  # a label as the qrels reader takes it
+_DECIMAL = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _soft_label(x: bytes) -> int | float | None:
+    "A judge's label field as an int, a float in [0, 1], or None if it is neither."
+    if _INTEGER.fullmatch(x):
+        return int(x)
+    if not _DECIMAL.fullmatch(x) or not 0 <= float(x) <= 1:
+        return None
+    v = float(x)
+    return int(v) if v.is_integer() else v  # 1.0 is the label 1
+
+
+def judge_labels(path) -> dict:
+    """A judge's qrels file (`qid iter docid label`) as `{qid: {docid: label}}`: integer
+    labels, or probabilities in [0, 1] (soft labels such as 0.8) kept as floats."""
+    try:  # integers: read as any qrels file (pyarrow's parser if the file is large)
+        return read_columns(path, "qrels").to_dict()
+    except ValueError as e:
+        if str(path).endswith(".parquet"):
+            raise
+        error = e  # a label that is not an integer, perhaps: read again, line by line
+    from irbook.metrics.io import read_bytes  # decompressed, without a BOM
+
+    out, soft = {}, False
+    for n, line in enumerate(read_bytes(path).split(b"\n"), 1):
+        f = line.split()
+        if not f or f[0].startswith(b"#"):
+            continue  # a blank line or a comment
+        if len(f) != 4:
+            raise ValueError(
+                f"{path}, line {n}: a qrels line has 4 fields (query iter doc label), "
+                f"this one has {len(f)}"
+            )
+        try:
+            q, doc = f[0].decode("utf-8"), f[2].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}, line {n}: an id is not UTF-8") from None
+        v = _soft_label(f[3])
+        if v is None:
+            raise ValueError(
+                f"{path}, line {n}: label {f[3].decode(errors='replace')!r} of doc "
+                f"{doc!r} in query {q!r} is neither an integer nor a probability in "
+                "[0, 1]"
+            )
+        if doc in out.setdefault(q, {}):
+            raise ValueError(
+                f"{path}, line {n}: duplicate doc id {doc!r} in query {q!r}"
+            )
+        out[q][doc], soft = v, soft or isinstance(v, float) or b"." in f[3]
+    if not soft:  # integers only: the qrels reader's error was about something else
+        raise error
+    return out

@@ -105,6 +105,38 @@ def _agreement(s, y, cuts, criterion: str) -> np.ndarray:
     return (tp + tn) / len(s)
 
 
+def _cuts(s: np.ndarray, grid) -> np.ndarray:
+    "The candidate thresholds: `grid`, or the lowest score and every midpoint."
+    if grid is not None:
+        return grid
+    u = np.unique(s)
+    return np.concatenate([u[:1], (u[1:] + u[:-1]) / 2])
+
+
+def _fit(s, y, grid, criterion: str) -> tuple:
+    "(threshold, criterion) where labels `s >= threshold` agree best with `y`."
+    cuts = _cuts(s, grid)
+    value = _agreement(s, y.astype(float), cuts, criterion)
+    best = int(np.argmax(value))  # the first maximum: the lowest threshold
+    return float(cuts[best]), float(value[best])
+
+
+def _one_class(y, what: str) -> str | None:
+    "What is wrong with calibrating on labels `y`, or None if both classes are there."
+    if 0 < y.sum() < len(y):
+        return None
+    return (
+        f"the {len(y)} {what} are all {'relevant' if y.all() else 'irrelevant'}: "
+        "cannot calibrate a threshold"
+    )
+
+
+def _fold_of(questions: list, folds: int, seed: int) -> dict:
+    "`{question: fold}`: the questions shuffled (seeded), then dealt out in turn."
+    order = np.random.default_rng(seed).permutation(len(questions))
+    return {questions[i]: k % folds for k, i in enumerate(order)}
+
+
 def threshold_judge(
     scores,
     human_qrels,
@@ -113,20 +145,30 @@ def threshold_judge(
     name: str = "scores",
     criterion: str = "f1",
     relevant: int = 1,
+    folds: int | None = 5,
+    seed: int = 0,
 ) -> Judgments:
     """Label every pair of `scores` (a run) 1 at or above a threshold, else 0.
 
     The threshold maximises `criterion` ("f1": F1 of the relevant class, or
     "accuracy") over the pairs that carry both a score and a human label in
-    `human_qrels` (label >= `relevant` is relevant); ties go to the lowest threshold."""
+    `human_qrels` (label >= `relevant` is relevant); ties go to the lowest threshold.
+    Cross-fitted (`folds`): the human-judged questions are split into `folds` groups
+    (seeded by `seed`), and each one's pairs are cut at the threshold fitted on the
+    other groups; the other questions at the threshold fitted on all. `folds=None`:
+    one threshold, fitted on all, for every pair."""
     if criterion not in _CRITERIA:
         raise ValueError(f"criterion must be one of {', '.join(_CRITERIA)}")
+    if folds is not None and (
+        isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2
+    ):
+        raise ValueError(f"folds must be an integer of 2 or more, or None: {folds!r}")
     human = _qrels_of(human_qrels)
     for q, docs in scores.items():
         for d, v in docs.items():
             check_score(q, d, v)
     cal = [
-        (float(v), human[q][d] >= relevant)
+        (q, float(v), human[q][d] >= relevant)
         for q, docs in scores.items()
         if q in human
         for d, v in docs.items()
@@ -136,31 +178,49 @@ def threshold_judge(
         raise ValueError(
             "no pair carries both a score and a human label: cannot calibrate"
         )
-    s, y = (np.array(x) for x in zip(*cal))
-    if not 0 < y.sum() < len(y):
-        raise ValueError(
-            f"the {len(y)} human-judged pairs are all "
-            f"{'relevant' if y.all() else 'irrelevant'}: cannot calibrate a threshold"
-        )
-    if grid is None:
-        u = np.unique(s)
-        cuts = np.concatenate([u[:1], (u[1:] + u[:-1]) / 2])
-    else:
-        cuts = np.unique(np.asarray(grid, dtype=float))
-        if not len(cuts) or not np.isfinite(cuts).all():
+    qs, s, y = (np.array(x) for x in zip(*cal))
+    if problem := _one_class(y, "human-judged pairs"):
+        raise ValueError(problem)
+    if grid is not None:
+        grid = np.unique(np.asarray(grid, dtype=float))
+        if not len(grid) or not np.isfinite(grid).all():
             raise ValueError("grid must hold finite thresholds")
-    value = _agreement(s, y.astype(float), cuts, criterion)
-    best = int(np.argmax(value))  # the first maximum: the lowest threshold
-    t = float(cuts[best])
-    qrels = {q: {d: int(v >= t) for d, v in docs.items()} for q, docs in scores.items()}
+    t, value = _fit(s, y, grid, criterion)
     info = dict(
         criterion=criterion,
         calibration_pairs=len(y),
         calibration_questions=sum(q in human for q in scores),
+        folds=folds,
     )
-    return Judgments(
-        qrels, f"threshold:{name}", scores, t, float(value[best]), info=info
-    )
+    cut = {}  # each human-judged question's threshold, fitted without its labels
+    if folds is not None:
+        questions = list(dict.fromkeys(qs.tolist()))
+        k = min(int(folds), len(questions))  # at most one fold a question
+        if k < 2:
+            raise ValueError(
+                f"cross-fitting needs human labels on 2 questions or more, got "
+                f"{len(questions)}: pass folds=None to fit the threshold on all"
+            )
+        fold_of = _fold_of(questions, k, seed)
+        fold = np.array([fold_of[q] for q in qs.tolist()])
+        fitted = []
+        for f in range(k):
+            out = fold != f
+            if problem := _one_class(y[out], f"human-judged pairs outside fold {f}"):
+                raise ValueError(f"{problem} there: pass fewer folds, or folds=None")
+            fitted.append(_fit(s[out], y[out], grid, criterion)[0])
+        cut = {q: fitted[f] for q, f in fold_of.items()}
+        held = s >= np.array(fitted)[fold]  # each pair labelled without its own label
+        tp, agree = np.sum(held & y), np.mean(held == y)
+        info.update(folds=k, seed=seed, fold_of=fold_of, fold_thresholds=fitted)
+        info["held_out_agreement"] = float(
+            2 * tp / (held.sum() + y.sum()) if criterion == "f1" else agree
+        )
+    qrels = {
+        q: {d: int(v >= cut.get(q, t)) for d, v in docs.items()}
+        for q, docs in scores.items()
+    }
+    return Judgments(qrels, f"threshold:{name}", scores, t, value, info=info)
 
 # %% ../nbs/api/judges.ipynb #44e40bf8f1df4b03b26f9acf227d6c84
 def answer_judge(

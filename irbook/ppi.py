@@ -12,6 +12,8 @@ from .compare import named_runs, table_as, verdict
 from .metrics import evaluate, expand_metrics
 from .metrics.registry import AGGREGATES, parse_metric
 from irbook.stats import (
+    POPULATIONS,
+    Interval,
     diff_interval,
     floored_var,
     holm,
@@ -24,9 +26,9 @@ from irbook.stats import (
 )
 
 # %% auto #0
-__all__ = ['PPI_FROM', 'PPI_MIN_N', 'FOLDS', 'JUDGED_COLUMNS', 'PPIInterval', 'human_interval', 'power_lambda', 'fold_lambdas',
-           'ppi_interval', 'ppi_paired', 'judge_intervals', 'simulate_widths', 'check_judge', 'judged_eval',
-           'judged_report']
+__all__ = ['PPI_FROM', 'PPI_MIN_N', 'FOLDS', 'JUDGES', 'JUDGED_COLUMNS', 'PPIInterval', 'human_interval', 'power_lambda',
+           'fold_lambdas', 'ppi_interval', 'ppi_paired', 'judge_intervals', 'simulate_widths', 'judge_values',
+           'judge_coverage', 'check_judge', 'judged_eval', 'judged_report']
 
 # %% ../nbs/api/ppi.ipynb #10185d26023b46108eb7d9f57d49d2b3
 PPI_FROM = 10  # judge-assisted intervals hold their level from here (test_coverage.py)
@@ -34,26 +36,14 @@ PPI_MIN_N = 3  # below it: refused
 
 
 @dataclass(frozen=True)
-class PPIInterval:
-    "A confidence interval for a mean metric (or a paired difference), and its making."
+class PPIInterval(Interval):
+    """An `irbook.stats.Interval` for a mean metric (or a paired difference) from n
+    human-judged questions of N, and the judge's weight `lam`."""
 
-    estimate: float
-    low: float
-    high: float
-    lam: float  # the weight on the judge (mean over folds): 0 human-only, 1 classic PPI
-    n: int  # human-judged questions
-    N: int  # questions in all (human-judged + judge-only)
-    method: str  # "human", "ppi" or "ppi++"
-    alpha: float = 0.05
-    p: float = float("nan")  # two-sided p-value of 'the mean is 0' (t, n - 1 df)
-    note: str | None = None  # why it may not hold its level, or None
-
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
-    def __contains__(self, value) -> bool:
-        return bool(self.low <= value <= self.high)
+    lam: float = (
+        0.0  # the judge's weight (mean over folds): 0 human-only, 1 classic PPI
+    )
+    N: int = 0  # questions in all (human-judged + judge-only)
 
     def __repr__(self):
         level = f"{1 - self.alpha:.0%}"
@@ -108,7 +98,9 @@ def _check_alpha(alpha):
 
 def _note(n: int) -> str | None:
     "`small_n_note` for a judge-assisted interval on n human-judged questions."
-    return small_n_note(n, PPI_FROM, PPI_MIN_N, "a judge-assisted interval")
+    return small_n_note(
+        n, PPI_FROM, PPI_MIN_N, "a judge-assisted interval", "human-judged questions"
+    )
 
 # %% ../nbs/api/ppi.ipynb #504fb2a444614c0babb325280ed9130a
 def human_interval(
@@ -119,7 +111,7 @@ def human_interval(
     iv = mean_interval(_vec(y, "y"), alpha, bounds)
     n = iv.n
     return PPIInterval(
-        iv.estimate, iv.low, iv.high, 0.0, n, N or n, "human", alpha, note=iv.note
+        iv.estimate, iv.low, iv.high, n, alpha, "human", note=iv.note, N=N or n
     )
 
 # %% ../nbs/api/ppi.ipynb #8a65eabff63a45729fe45fb5ade58bdc
@@ -192,14 +184,14 @@ def ppi_interval(
         if se == 0:
             note = "no spread in the values: the interval has no width"
         low, high = est - q * se, est + q * se
-        return PPIInterval(est, low, high, lbar, n, n + m, method, alpha, p, note)
+        return PPIInterval(est, low, high, n, alpha, method, p, note, lbar, n + m)
     lo, hi = map(float, bounds)
     zlo, zhi = lo - lbar * (hi - fbar), hi - lbar * (lo - fbar)  # z's range
     agree = bool(np.all(np.abs(y - fl) < 1e-12))  # no disagreement seen: floor it
     var = floored_var(z, zlo, zhi, floor=agree) + var_u
     at = 0.0 if lo < 0 < hi else None  # a difference: tested at 0
     low, high, p = score_interval(est, var, n, alpha, (lo, hi), at, None)
-    return PPIInterval(est, low, high, lbar, n, n + m, method, alpha, p, note)
+    return PPIInterval(est, low, high, n, alpha, method, p, note, lbar, n + m)
 
 # %% ../nbs/api/ppi.ipynb #1671c31a24314836a5b85d7ef7fbf015
 def ppi_paired(
@@ -225,7 +217,7 @@ def ppi_paired(
         iv = diff_interval(d_y, np.zeros_like(d_y), alpha, bounds)
         n = iv.n
         return PPIInterval(
-            iv.estimate, iv.low, iv.high, 0.0, n, m, "human", alpha, iv.p, iv.note
+            iv.estimate, iv.low, iv.high, n, alpha, "human", iv.p, iv.note, N=m
         )
     return ppi_interval(d_y, d_l, d_u, alpha, method, lam, labeled, bounds)
 
@@ -270,6 +262,57 @@ def simulate_widths(
         for k in w:
             out[k].append(float(np.mean(w[k])))
     return out
+
+# %% ../nbs/api/ppi.ipynb #f0e230a4
+def judge_values(y: np.ndarray, kind: str, g) -> np.ndarray:
+    "A simulated judge's values for per-question human values `y` (`JUDGES`)."
+    if kind == "good":
+        return np.clip(y + g.normal(0, 0.1, y.shape), 0, 1)
+    if kind == "biased":
+        return np.clip(y + 0.15 + g.normal(0, 0.15, y.shape), 0, 1)
+    if kind == "useless":
+        return g.permutation(y)
+    r = np.round(y)  # "flip": the human value rounded, flipped on 2% of questions
+    return np.where(g.random(y.shape) < 0.02, 1 - r, r)
+
+
+JUDGES = {
+    "good": "the human value plus noise (sd 0.1)",
+    "biased": "0.15 too high, noise sd 0.15",
+    "useless": "another question's human value",
+    "flip": "the human value rounded to 0/1, flipped on 2% of questions",
+}
+
+
+def judge_coverage(
+    population: str,
+    judge: str,
+    n: int,
+    method: str = "ppi++",
+    draws: int = 1000,
+    N: int = 2000,
+    seed=0,
+) -> dict:
+    """Coverage and mean width of `method`'s interval ("human", "ppi", "ppi++") on n
+    human-judged of N questions drawn from `irbook.stats.POPULATIONS[population]`,
+    the judge one of `JUDGES`; `draws` draws, seeded."""
+    draw, truth = POPULATIONS[population]
+    g = np.random.default_rng(seed)
+    hit, width, zero = 0, 0.0, 0
+    for _ in range(draws):
+        y = draw(g, N)
+        f = judge_values(y, judge, g)
+        lab = np.zeros(N, bool)
+        lab[g.choice(N, n, replace=False)] = True
+        if method == "human":
+            iv = human_interval(y[lab], N=N)
+        else:
+            iv = ppi_interval(y[lab], f[lab], f[~lab], method=method)
+        hit += iv.low <= truth <= iv.high
+        width += iv.width
+        zero += iv.width <= 1e-12
+    return dict(population=population, judge=judge, n=n, method=method,
+                coverage=hit / draws, width=width / draws, zero_width=zero)  # fmt: skip
 
 # %% ../nbs/api/ppi.ipynb #3a76ea54e7b64b49b91c7d23534069ac
 JUDGED_COLUMNS = (
@@ -320,7 +363,7 @@ def _labels(qrels) -> np.ndarray:
 
 def _scale(v: np.ndarray) -> str:
     lo, hi = v.min(), v.max()
-    return f"{lo:g}-{hi:g}" if np.all(v == np.round(v)) else f"[{lo:g}, {hi:g}]"
+    return f"{lo:g} to {hi:g}" if np.all(v == np.round(v)) else f"[{lo:g}, {hi:g}]"
 
 
 def check_judge(human: Mapping, judge: Mapping, judge_cut: float | None = None):

@@ -261,15 +261,15 @@ class Interval:
         return s + (f"; note: {self.note}" if self.note else "")
 
 # %% ../nbs/api/stats.ipynb #d1a0a9db
-def small_n_note(n: int, holds_from: int, least: int = MIN_N, what="an interval"):
+def small_n_note(
+    n: int, holds_from: int, least: int = MIN_N, what="an interval", unit="questions"
+):
     "None from `holds_from` values on; a note below it; a ValueError below `least`."
     if n < least:
-        raise ValueError(f"{what} needs at least {least} questions, got {n}")
+        raise ValueError(f"{what} needs at least {least} {unit}, got {n}")
     if n >= holds_from:
         return None
-    return (
-        f"{n} questions: below {holds_from}, the fewest at which its level was measured"
-    )
+    return f"{n} {unit}: below {holds_from}, the fewest at which its level was measured"
 
 
 def floored_var(

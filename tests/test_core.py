@@ -20,6 +20,7 @@ LAYERS = [
     ["metrics.sets", "metrics.rank"],
     ["metrics.graded", "metrics.stream", "metrics", "metrics.distributed", "unjudged"],
     ["stats", "power", "figures", "compare", "ppi"],
+    ["ranking", "labelling"],
     ["search.fulltext", "search.dense", "fastbook", "chunking", "spans"],
     ["search.colbert", "search.fusion", "plots", "metrics.runs"],
     ["jqara", "japanese", "synthetic", "noise", "negatives", "judges"],

@@ -11,40 +11,15 @@ these tests fail on it."""
 import numpy as np
 import pytest
 
-from irbook.ppi import human_interval, ppi_interval, ppi_paired
+from irbook.ppi import human_interval, judge_coverage, ppi_paired
 from irbook.stats import POPULATIONS, coverage, diff_interval, mean_interval
 
-N = 2000  # questions in all: n human-judged, the rest judge-only
 DRAWS = 1000
 
 
-def judge(y, kind, g):
-    "A judge's per-question metric values for human values y."
-    if kind == "good":  # near-perfect, continuous
-        return np.clip(y + g.normal(0, 0.1, y.shape), 0, 1)
-    if kind == "biased":  # 0.15 too high, noisy
-        return np.clip(y + 0.15 + g.normal(0, 0.15, y.shape), 0, 1)
-    if kind == "useless":  # unrelated to the question
-        return g.permutation(y)
-    # "flip": agrees exactly but for 2% of the questions (rounded, then flipped)
-    r = np.round(y)
-    return np.where(g.random(y.shape) < 0.02, 1 - r, r)
-
-
 def ppi_coverage(pop, kind, n, method="ppi++", draws=DRAWS, seed=0):
-    draw, truth = POPULATIONS[pop]
-    g = np.random.default_rng(seed)
-    hit, width, zero = 0, 0.0, 0
-    for _ in range(draws):
-        y = draw(g, N)
-        f = judge(y, kind, g)
-        lab = np.zeros(N, bool)
-        lab[g.choice(N, n, replace=False)] = True
-        iv = ppi_interval(y[lab], f[lab], f[~lab], method=method)
-        hit += iv.low <= truth <= iv.high
-        width += iv.width
-        zero += iv.width <= 1e-12
-    return hit / draws, width / draws, zero
+    r = judge_coverage(pop, kind, n, method, draws=draws, seed=seed)
+    return r["coverage"], r["width"], r["zero_width"]
 
 
 @pytest.mark.parametrize("pop", ["graded", "binary", "rare"])

@@ -49,12 +49,12 @@ def test_judge_pairs_labels_and_writes_qrels(tmp_path):
 def test_threshold_on_a_separable_case_is_the_midpoint():
     scores = {"q1": {"a": 0.9, "b": 0.6, "c": 0.4}, "q2": {"d": 0.55, "e": 0.1}}
     human = {"q1": {"a": 1, "b": 2, "c": 0}}
-    j = threshold_judge(scores, human, name="r")
+    j = threshold_judge(scores, human, name="r", folds=None)  # one judged question
     assert j.threshold == pytest.approx(0.5) and j.agreement == 1.0
     assert j.qrels == {"q1": {"a": 1, "b": 1, "c": 0}, "q2": {"d": 1, "e": 0}}
     assert j.source == "threshold:r" and j.scores is scores
     # graded labels: with relevant=2 only b counts, and it is not the top score
-    j2 = threshold_judge(scores, human, relevant=2)
+    j2 = threshold_judge(scores, human, relevant=2, folds=None)
     assert j2.agreement == pytest.approx(2 / 3)  # F1 at 0.5: b right, a wrong
 
 
@@ -95,11 +95,123 @@ def test_threshold_equals_a_brute_force_search(seed, criterion):
 def test_threshold_uses_only_pairs_with_a_human_label():
     # d9 scores highest but no human judged it: it must not move the threshold
     scores = {"q1": {"a": 0.9, "b": 0.2, "d9": 5.0}, "q2": {"c": 0.8}}
-    j = threshold_judge(scores, {"q1": {"a": 1, "b": 0}})
+    j = threshold_judge(scores, {"q1": {"a": 1, "b": 0}}, folds=None)
     assert j.threshold == pytest.approx(0.55)
     assert j.info["calibration_pairs"] == 2
     with pytest.raises(ValueError, match="not finite"):
         threshold_judge({"q1": {"a": float("nan")}}, {"q1": {"a": 1}})
+
+
+def _scored(seed, n_questions=30, labelled=12, docs=8):
+    "A re-ranker's noisy scores on every question; human labels on the first few."
+    rng = np.random.default_rng(seed)
+    qids = [f"q{i:02d}" for i in range(n_questions)]
+    truth = {q: {f"d{k}": int(rng.random() < 0.35) for k in range(docs)} for q in qids}
+    scores = {q: {d: round(v + rng.normal(0, 0.8), 2) for d, v in t.items()}
+              for q, t in truth.items()}  # fmt: skip
+    return scores, {q: truth[q] for q in qids[:labelled]}
+
+
+def _pairs_of(scores, human, questions):
+    "(scores, relevant?) of the human-labelled pairs of `questions`, as arrays."
+    cal = [(v, human[q][d] >= 1) for q in questions for d, v in scores[q].items()]
+    s, y = (np.array(x) for x in zip(*cal))
+    return s, y
+
+
+def _midpoints(s):
+    u = np.unique(s)
+    return np.concatenate([u[:1], (u[1:] + u[:-1]) / 2])
+
+
+def test_threshold_folds_none_is_one_threshold_fitted_on_all():
+    # the old rule: every pair, judged or not, cut at the brute-force best threshold
+    scores, human = _scored(1)
+    s, y = _pairs_of(scores, human, list(human))
+    t, v = _brute(s, y, _midpoints(s), "f1")
+    j = threshold_judge(scores, human, folds=None)
+    assert j.threshold == pytest.approx(t) and j.agreement == pytest.approx(v)
+    want = {q: {d: int(x >= t) for d, x in ds.items()} for q, ds in scores.items()}
+    assert j.qrels == want and j.info["folds"] is None
+    assert "fold_of" not in j.info
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("folds", [2, 5])
+def test_threshold_cross_fitted_by_question(seed, folds):
+    scores, human = _scored(seed)
+    j = threshold_judge(scores, human, folds=folds, seed=seed)
+    fold_of, cuts = j.info["fold_of"], j.info["fold_thresholds"]
+    # every human-judged question in exactly one fold, folds of near-equal size
+    assert sorted(fold_of) == sorted(human) and j.info["folds"] == folds == len(cuts)
+    sizes = np.bincount(list(fold_of.values()), minlength=folds)
+    assert sizes.max() - sizes.min() <= 1
+    for f in range(folds):
+        # fold f's threshold: the brute-force best on the OTHER folds' questions only
+        others = [q for q in human if fold_of[q] != f]
+        s, y = _pairs_of(scores, human, others)
+        assert cuts[f] == pytest.approx(_brute(s, y, _midpoints(s), "f1")[0])
+    for q, ds in scores.items():  # a whole question cut at one threshold
+        t = cuts[fold_of[q]] if q in human else j.threshold
+        assert j.qrels[q] == {d: int(v >= t) for d, v in ds.items()}, q
+    # the judge-only questions: the threshold fitted on all the human labels
+    assert j.threshold == threshold_judge(scores, human, folds=None).threshold
+    # the held-out F1: each human-labelled pair against its cross-fitted label
+    s, y = _pairs_of(scores, human, list(human))
+    lab = np.array([j.qrels[q][d] for q in human for d in scores[q]], bool)
+    f1 = 2 * np.sum(lab & y) / (lab.sum() + y.sum())
+    assert j.info["held_out_agreement"] == pytest.approx(f1)
+
+
+def test_threshold_folds_are_seeded():
+    scores, human = _scored(3)
+    a, b = (threshold_judge(scores, human, seed=7) for _ in range(2))
+    assert a.info["fold_of"] == b.info["fold_of"] and a.qrels == b.qrels
+    c = threshold_judge(scores, human, seed=8)
+    assert c.info["fold_of"] != a.info["fold_of"]
+
+
+def test_threshold_own_labels_do_not_set_their_threshold():
+    # q4's relevant g scores 0.35, under the other questions' irrelevant 0.3 gap: fitted
+    # on all four questions the threshold drops to 0.325 to take g in; without q4's own
+    # labels it stays at 0.5, so cross-fitted g is labelled 0. q5 (judge only) is cut
+    # at the threshold fitted on all: 0.4 >= 0.325
+    scores = {
+        "q1": {"a": 0.9, "b": 0.2},
+        "q2": {"c": 0.8, "d": 0.3},
+        "q3": {"e": 0.7, "f": 0.25},
+        "q4": {"g": 0.35, "h": 0.1},
+        "q5": {"i": 0.4},
+    }
+    human = {
+        q: {d: int(i == 0) for i, d in enumerate(ds)}
+        for q, ds in scores.items()
+        if q != "q5"
+    }
+    fitted = threshold_judge(scores, human, folds=None)
+    cross = threshold_judge(scores, human, folds=4)  # one question a fold
+    assert fitted.threshold == pytest.approx(0.325) == cross.threshold
+    assert fitted.qrels["q4"]["g"] == 1 and cross.qrels["q4"]["g"] == 0
+    assert cross.info["fold_thresholds"][cross.info["fold_of"]["q4"]] == 0.5
+    assert cross.qrels["q5"] == fitted.qrels["q5"] == {"i": 1}
+    assert fitted.agreement == 1.0 and cross.info["held_out_agreement"] < 1.0
+
+
+def test_threshold_folds_need_questions():
+    scores, human = _scored(2, labelled=3)
+    assert threshold_judge(scores, human, folds=5).info["folds"] == 3  # one a fold
+    one = {"q00": human["q00"]}
+    with pytest.raises(ValueError, match="2 questions or more, got 1: pass folds=None"):
+        threshold_judge(scores, one)
+    for bad in (1, 0, 2.5, True, "5"):
+        with pytest.raises(ValueError, match="folds must be an integer of 2 or more"):
+            threshold_judge(scores, human, folds=bad)
+    # two questions, one with no relevant label: its fold's complement is one class
+    two = {"q1": {"a": 0.9, "b": 0.1}, "q2": {"c": 0.5, "d": 0.4}}
+    lab = {"q1": {"a": 1, "b": 0}, "q2": {"c": 0, "d": 0}}
+    with pytest.raises(ValueError, match="all irrelevant.*pass fewer folds"):
+        threshold_judge(two, lab, folds=2)
+    assert threshold_judge(two, lab, folds=None).threshold == pytest.approx(0.7)
 
 
 # --- answer_judge --------------------------------------------------------------------
@@ -131,7 +243,7 @@ def test_answer_judge_cosines_labels_and_cache(tmp_path):
     assert (enc.hits, enc.misses) == (1, 0)  # judged again: all from the cache
     assert again.qrels == {"q2": {"b": 1}}
     # the cosines calibrate like any score
-    t = threshold_judge(j.scores, {"q1": {"a": 1, "b": 0, "c": 0}})
+    t = threshold_judge(j.scores, {"q1": {"a": 1, "b": 0, "c": 0}}, folds=None)
     assert 0 < t.threshold <= 1
     with pytest.raises(ValueError, match="no text for 'z'"):
         answer_judge(answers, texts, encoder=enc, pairs=[("q1", "z")])
@@ -250,20 +362,28 @@ def _world(seed, n_q=80, n_d=8, flip=0.1):
 
 @pytest.mark.parametrize("power_tuned", [True, False])
 def test_judged_eval_equals_ppi_python(power_tuned):
+    """Each run's values under both qrels, computed here, give judged_eval's intervals
+    through irbook.ppi's interval functions; with lambda = 1 its estimate is
+    ppi-python's (the widths differ: Student's t, n - 1, the metric's range)."""
     qids, truth, judge, runs = _world(0)
     labeled = qids[::4]
     human = {q: truth[q] for q in labeled}
     t = judged_eval(human, judge, runs, ["ndcg@5", "recall@3"], 0.1, power_tuned)
     assert t.attrs["human_questions"] == labeled
+    method = "ppi++" if power_tuned else "ppi"
     for (run, metric), row in t.set_index(["run", "metric"]).iterrows():
         sub = {q: runs[run][q] for q in labeled}
         y = evaluate(human, sub, metric, per_query=True)[metric].to_numpy()
         f = evaluate(judge, runs[run], metric, per_query=True)[metric]
         fl, fu = f[labeled].to_numpy(), f.drop(labeled).to_numpy()
-        ref = ppi_mean_ci(y, fl, fu, alpha=0.1, lam=None if power_tuned else 1)
+        iv = ppi_interval(y, fl, fu, alpha=0.1, method=method)
         np.testing.assert_allclose(
-            [row.mean_low, row.mean_high], np.ravel(ref), atol=1e-10
-        )
+            [row["mean"], row.mean_low, row.mean_high], [iv.estimate, iv.low, iv.high],
+            atol=1e-10,
+        )  # fmt: skip
+        if not power_tuned:
+            ref = np.ravel(ppi_mean_ci(y, fl, fu, alpha=0.1, lam=1))
+            assert row["mean"] == pytest.approx(ref.mean(), abs=1e-10)
         assert (row.n, row.N) == (20, 80)
     d = t[t.baseline.notna()]
     assert list(d.run) == ["B", "B"] and list(d.baseline) == ["A", "A"]
@@ -274,14 +394,12 @@ def test_judged_eval_equals_ppi_python(power_tuned):
         )
         fa, fb = (evaluate(judge, runs[r], m, per_query=True)[m] for r in ("B", "A"))
         dl, du = (fa - fb)[labeled], (fa - fb).drop(labeled)
-        ref = ppi_mean_ci(
-            (ya - yb).to_numpy(),
-            dl.to_numpy(),
-            du.to_numpy(),
-            alpha=0.1,
-            lam=None if power_tuned else 1,
-        )
-        np.testing.assert_allclose([row.low, row.high], np.ravel(ref), atol=1e-10)
+        iv = ppi_interval(
+            (ya - yb).to_numpy(), dl.to_numpy(), du.to_numpy(), 0.1, method,
+            bounds=(-1, 1),
+        )  # fmt: skip
+        np.testing.assert_allclose([row.low, row.high], [iv.low, iv.high], atol=1e-10)
+        assert row.p == pytest.approx(iv.p, abs=1e-12)
         # the p-value and the interval agree: p < alpha exactly when 0 is outside
         assert (row.p < 0.1) == (not row.low <= 0 <= row.high)
 
@@ -301,7 +419,7 @@ def test_judged_eval_checks_and_report():
     assert "B vs A, ndcg@5: " in judged_report(t)
     with pytest.raises(ValueError, match="no judge labels"):
         judged_eval({"zz": {"d0": 1}, **human}, judge, runs, "ndcg@5")
-    with pytest.raises(ValueError, match="at least one question"):
+    with pytest.raises(ValueError, match="with the judge's labels only"):
         judged_eval(truth, judge, runs, "ndcg@5")
     short = {"A": {q: r for q, r in runs["A"].items() if q != "q029"}}
     with pytest.raises(ValueError, match="run 'A'"):
@@ -324,7 +442,8 @@ def test_coverage_of_the_all_human_mean():
     """Truth known: the mean over all N questions under the true labels. Humans label
     n random questions, the judge (one label in ten flipped) all N. Over many draws the
     95% intervals cover the truth at least as often as promised (they ignore the
-    finite-population correction, so they may over-cover), and PPI++ is narrower."""
+    finite-population correction, so they may over-cover), and PPI++ is narrower
+    (by less than before its lambda was cross-fitted and its quantile Student's t)."""
     qids, truth, judge, runs = _world(3, n_q=300, n_d=6)
     metric, alpha, draws, n = "ndcg@5", 0.1, 300, 40
     true = evaluate(truth, runs["A"], metric)
@@ -349,4 +468,4 @@ def test_coverage_of_the_all_human_mean():
             width[k].append(x.width)
     for k, h in hits.items():  # not below 1 - alpha beyond Monte Carlo error
         assert stats.binomtest(h, draws, 1 - alpha, "less").pvalue > 1e-3, (k, h)
-    assert np.mean(width["ppi"]) < 0.8 * np.mean(width["human"]), width
+    assert np.mean(width["ppi"]) < 0.85 * np.mean(width["human"]), width

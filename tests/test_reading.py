@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import irbook.metrics as M
-from irbook.metrics.io import _fast_columns, _line_columns, _read_bytes
+from irbook.metrics.io import _fast_columns, _line_columns, read_bytes
 from irbook.metrics.stream import query_blocks
 
 N = max(int(os.environ.get("IRBOOK_HYPOTHESIS_EXAMPLES", 250)), 200)
@@ -158,8 +158,8 @@ def test_fast_and_line_readers_agree_with_each_other_and_trec_eval(
     for kind, (data, records, *_) in (("qrels", qfile), ("run", rfile)):
         p = tmp / (f"{kind}.trec" + (".gz" if gz else ""))
         p.write_bytes(gzip.compress(data) if gz else data)
-        line = _line_columns(_read_bytes(p), p, kind)
-        fast = _fast_columns(_read_bytes(p), kind)
+        line = _line_columns(read_bytes(p), p, kind)
+        fast = _fast_columns(read_bytes(p), kind)
         assert fast is None or same_columns(fast, line)
         assert same_columns(M.read_columns(p, kind), line)
         got[kind] = line.to_dict()
@@ -197,7 +197,7 @@ def test_block_reader_agrees_with_the_line_reader(
     for kind, (data, *_) in (("qrels", qfile), ("run", rfile)):
         p = tmp / (f"{kind}.trec" + (".gz" if gz else ""))
         p.write_bytes(gzip.compress(data) if gz else data)
-        whole = _line_columns(_read_bytes(p), p, kind).to_dict()
+        whole = _line_columns(read_bytes(p), p, kind).to_dict()
         got, line = {}, 1
         for block in M.read_blocks(p, size):
             c = M.parse_block(block, p, kind, line)
@@ -209,11 +209,11 @@ def test_block_reader_agrees_with_the_line_reader(
         assert got == whole
         # batches of whole queries: the same text, each query in one batch
         batches = [t for t, _ in query_blocks(p, size)]
-        assert b"".join(batches) == _read_bytes(p)
+        assert b"".join(batches) == read_bytes(p)
         cols = [_line_columns(t, p, kind, 1, True) for t in batches]
         seen = [set(c.qids) for c in cols if c is not None]
         assert sum(map(len, seen)) == len(set().union(*seen)) or not batches_grouped(
-            _read_bytes(p)
+            read_bytes(p)
         )
 
 
@@ -242,7 +242,7 @@ def test_many_blocks_read_identically(tmp_path, ids):
     )
     p = tmp_path / "big.run"
     p.write_text(text)
-    data = _read_bytes(p)
+    data = read_bytes(p)
     fast, line = _fast_columns(data, "run"), _line_columns(data, p, "run")
     assert fast is not None and (fast.docs is None) == (ids == "integers")
     assert same_columns(fast, line)

@@ -23,8 +23,8 @@ from irbook.metrics.columns import (
 )
 
 # %% auto #0
-__all__ = ['compression_of', 'file_stamp', 'file_changed', 'read_columns', 'read_blocks', 'parse_block', 'run_tag', 'read_qrels',
-           'read_run']
+__all__ = ['compression_of', 'file_stamp', 'file_changed', 'read_bytes', 'read_columns', 'read_blocks', 'parse_block', 'run_tag',
+           'read_qrels', 'read_run']
 
 # %% ../../nbs/api/metrics_io.ipynb #1f53ab26
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
@@ -120,7 +120,7 @@ def _source(path):
             raise file_changed(path)
 
 
-def _read_bytes(path, progress: bool | None = None) -> bytes:
+def read_bytes(path, progress: bool | None = None) -> bytes:
     "The whole file (decompressed) as bytes, without a BOM; a bar if it is big."
     path = Path(path)
     with _source(path) as (f, raw, _):
@@ -308,7 +308,7 @@ def read_columns(path, kind: str, progress: bool | None = None) -> Columns:
         raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
     if str(path).endswith(".parquet"):
         return _parquet_columns(path, kind)
-    data = _read_bytes(path, progress)
+    data = read_bytes(path, progress)
     return _fast(data, kind) or _line_columns(data, path, kind)
 
 # %% ../../nbs/api/metrics_io.ipynb #7982b97c
