@@ -261,8 +261,8 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "--test",
         choices=TESTS,
-        help="paired test for comparisons (default: t; not with --judge, whose "
-        "comparisons are PPI's t-test)",
+        help="paired test for comparisons, not with --judge, whose comparisons are "
+        "PPI's t-test (default: t)",
     )
     e.add_argument(
         "--memory",
