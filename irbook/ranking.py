@@ -303,7 +303,7 @@ def plot_ranks(ranks: pd.DataFrame, ax=None, title: str | None = None):
 
     k = len(ranks)
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 0.5 * k + 1))
+        _, ax = plt.subplots(figsize=(7, 0.5 * k + 1))
     y = np.arange(k)
     best, worst = ranks["best"].to_numpy(), ranks["worst"].to_numpy()
     ax.barh(y, worst - best + 0.8, left=best - 0.4, height=0.55, color="#9ecae1")

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
     import pandas as pd
 
 # %% auto #0
-__all__ = ['BOOTSTRAP_MIN_N', 'HOLDS_FROM', 'MIN_N', 'POPULATIONS', 'holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci',
+__all__ = ['HOLDS_FROM', 'MIN_N', 'BOOTSTRAP_MIN_N', 'POPULATIONS', 'holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci',
            'bootstrap_table', 'PairedBootstrap', 'paired_bootstrap', 'randomization_test', 'level_note', 't_quantile',
            't_p', 'Interval', 'small_n_note', 'floored_var', 'score_interval', 'mean_interval', 'metric_range',
            'diff_interval', 'coverage', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx', 'four_tools', 'shuffled']
@@ -194,6 +194,10 @@ def randomization_test(a, b, n: int = 10_000, seed=0, batch: int = 1000) -> floa
     return (hits + 1) / (n + 1)
 
 # %% ../nbs/api/stats.ipynb #fda99a9b
+HOLDS_FROM = (
+    3  # the score intervals hold their level from here (tests/test_coverage.py)
+)
+MIN_N = 2  # below it no interval: one value has no spread
 BOOTSTRAP_MIN_N = 50  # below it the paired bootstrap rejects too often (test_stats.py)
 
 
@@ -201,6 +205,8 @@ def level_note(test: str, n: int, alpha: float = 0.05) -> str | None:
     "Why `test` ('t', 'fisher', 'bootstrap') cannot hold `alpha` on n queries, or None."
     if test == "t" and n < 2:
         return "the t-test needs at least 2 queries"
+    if test in ("t", "fisher") and n < HOLDS_FROM:  # `mean_interval`, `diff_interval`
+        return f"the intervals hold their level from {HOLDS_FROM} queries ({n} here)"
     if test == "fisher" and 2 / 2**n > alpha:  # the smallest two-sided p of the test
         return (
             f"Fisher's randomisation test cannot reach p < {alpha:g} on {n} queries "
@@ -215,12 +221,6 @@ def level_note(test: str, n: int, alpha: float = 0.05) -> str | None:
     return None
 
 # %% ../nbs/api/stats.ipynb #cf9e844a
-HOLDS_FROM = (
-    3  # the score intervals hold their level from here (tests/test_coverage.py)
-)
-MIN_N = 2  # below it no interval: one value has no spread
-
-
 def t_quantile(alpha: float, df) -> float:
     "Student's t quantile t_{1 - alpha/2, df} (scipy's, imported on use)."
     from scipy.special import stdtrit  # scipy.special: lighter than scipy.stats

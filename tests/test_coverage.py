@@ -8,6 +8,11 @@ Monte Carlo sd of about 0.007, so a cell must cover at least 0.92 at n = 25 (tar
 0.79-0.92 in such cells (normal quantile, lambda fitted on the same questions), so
 these tests fail on it."""
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -90,3 +95,48 @@ def test_no_spread_is_not_certainty():
     iv = ppi_paired([0, 0, 0], [1, 1, 1], [0, 0, 0], [1, 1, 1], [0] * 50, [1] * 50)
     assert iv.width > 0 and iv.p > 1e-3, iv
     assert mean_interval([1.0] * 5).low < 0.9
+
+
+# --- the larger study: bench/small_n.py, recorded in bench/results/small_n.json -------
+RECORD = Path(__file__).resolve().parents[1] / "bench" / "results" / "small_n.json"
+
+
+def _lowest(rows, method, n_from):
+    return min(
+        r["coverage"] for r in rows if r["method"] == method and r["n"] >= n_from
+    )
+
+
+def _check_study(rec):
+    """The claims the record supports: irbook's intervals hold, the textbook ones do
+    not. PPI++ misses its target in two corners of the 64 judge cells (a rare binary
+    metric whose judge flips 2%, n = 100: 0.914; a skewed metric with a biased judge
+    at n = 10: 0.909), and classic PPI in several, where it carries a note."""
+    m, j = rec["means"], rec["judged"]
+    mc = 3 * np.sqrt(0.05 * 0.95 / rec["settings"]["draws"])  # three Monte Carlo sds
+    assert _lowest(m, "irbook mean_interval", 3) >= 0.95 - mc - 0.01
+    assert _lowest(m, "z", 3) < 0.8 and _lowest(m, "bootstrap", 3) < 0.8
+    assert _lowest(j, "irbook human", 10) >= 0.935 - mc
+    assert _lowest(j, "irbook ppi++", 10) >= 0.895
+    short = [r for r in j if r["method"] == "irbook ppi++" and r["n"] >= 25
+             and r["coverage"] < 0.935 - mc]  # fmt: skip
+    assert len(short) <= 2, short
+    assert _lowest(j, "ppi-python PPI++", 10) < 0.8  # the textbook PPI++ at small n
+    assert _lowest(j, "irbook ppi", 10) < 0.9  # why classic PPI carries a note
+    assert all(r["zero_width"] == 0 for r in m + j if r["method"].startswith("irbook"))
+
+
+def test_the_recorded_study_supports_its_claims():
+    _check_study(json.loads(RECORD.read_text()))
+
+
+@pytest.mark.slow
+def test_the_study_reproduces(tmp_path):
+    "bench/small_n.py itself, at 400 draws a cell (a few minutes)."
+    bench = RECORD.parents[1] / "small_n.py"
+    subprocess.run(
+        [sys.executable, str(bench), "--draws", "400", "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+    )
+    _check_study(json.loads((tmp_path / "small_n.json").read_text()))

@@ -180,7 +180,10 @@ def test_report_and_plot():
         assert line.startswith(s)
         assert line.endswith(f"rank {b}" if b == w else f"ranks {b}-{w}")
     fig = plot_ranks(r)
-    assert tuple(fig.get_size_inches()) == (8, 3)
+    assert tuple(fig.get_size_inches()) == (
+        7,
+        3,
+    )  # the article column: 7 in at most (tests/test_site.py)
     ax = fig.axes[0]
     assert all(t.get_fontsize() >= 11 for t in ax.get_yticklabels())
     import matplotlib.pyplot as plt
