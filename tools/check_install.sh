@@ -28,7 +28,8 @@ echo "check_install: import every evaluator module"
 import importlib, sys
 mods = ["irbook", "irbook.core", "irbook.data", "irbook.metrics", "irbook.metrics.io",
         "irbook.metrics.stream", "irbook.unjudged", "irbook.stats", "irbook.power",
-        "irbook.compare", "irbook.cli", "irbook.figures"]
+        "irbook.compare", "irbook.ppi", "irbook.ranking", "irbook.labelling",
+        "irbook.cli", "irbook.figures"]
 for m in mods:
     importlib.import_module(m)
 heavy = sorted({"torch", "sentence_transformers", "transformers", "datasets", "pylate"} & set(sys.modules))
