@@ -26,13 +26,14 @@ from irbook.stats import (
 )
 
 # %% auto #0
-__all__ = ['PPI_FROM', 'PPI_MIN_N', 'FOLDS', 'JUDGES', 'JUDGED_COLUMNS', 'PPIInterval', 'human_interval', 'power_lambda',
+__all__ = ['PPI_FROM', 'PPI_MIN_N', 'RARE', 'FOLDS', 'JUDGES', 'JUDGED_COLUMNS', 'PPIInterval', 'human_interval', 'power_lambda',
            'fold_lambdas', 'ppi_interval', 'ppi_paired', 'judge_intervals', 'simulate_widths', 'judge_values',
            'judge_coverage', 'check_judge', 'judged_eval', 'judged_report']
 
 # %% ../nbs/api/ppi.ipynb #10185d26023b46108eb7d9f57d49d2b3
 PPI_FROM = 10  # judge-assisted intervals hold their level from here (test_coverage.py)
 PPI_MIN_N = 3  # below it: refused
+RARE = 5  # at most this many disagreements among mostly exact agreements: rare
 
 
 @dataclass(frozen=True)
@@ -193,8 +194,11 @@ def ppi_interval(
         return PPIInterval(est, low, high, n, alpha, method, p, note, lbar, n + m)
     lo, hi = map(float, bounds)
     zlo, zhi = lo - lbar * (hi - fbar), hi - lbar * (lo - fbar)  # z's range
-    agree = bool(np.all(np.abs(y - fl) < 1e-12))  # no disagreement seen: floor it
-    var = floored_var(z, zlo, zhi, floor=agree) + var_u
+    same = np.abs(y - fl) < 1e-12  # the judge and the humans agree exactly
+    var = floored_var(z, zlo, zhi, floor=bool(same.all()))  # none disagree: floor it
+    if 0 < (~same).sum() <= RARE and same.mean() >= 0.5:  # a few rare disagreements:
+        var += np.abs(y - fl).max() ** 2 / n  # one more, as large as the largest seen
+    var += var_u
     at = 0.0 if lo < 0 < hi else None  # a difference: tested at 0
     low, high, p = score_interval(est, var, n, alpha, (lo, hi), at, None)
     return PPIInterval(est, low, high, n, alpha, method, p, note, lbar, n + m)

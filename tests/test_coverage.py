@@ -109,18 +109,14 @@ def _lowest(rows, method, n_from):
 
 def _check_study(rec):
     """The claims the record supports: irbook's intervals hold, the textbook ones do
-    not. PPI++ misses its target in two corners of the 64 judge cells (a rare binary
-    metric whose judge flips 2%, n = 100: 0.914; a skewed metric with a biased judge
-    at n = 10: 0.909), and classic PPI in several, where it carries a note."""
+    not; classic PPI falls short with a useless judge on a rare metric (its note)."""
     m, j = rec["means"], rec["judged"]
     mc = 3 * np.sqrt(0.05 * 0.95 / rec["settings"]["draws"])  # three Monte Carlo sds
     assert _lowest(m, "irbook mean_interval", 3) >= 0.95 - mc - 0.01
     assert _lowest(m, "z", 3) < 0.8 and _lowest(m, "bootstrap", 3) < 0.8
-    assert _lowest(j, "irbook human", 10) >= 0.935 - mc
-    assert _lowest(j, "irbook ppi++", 10) >= 0.895
-    short = [r for r in j if r["method"] == "irbook ppi++" and r["n"] >= 25
-             and r["coverage"] < 0.935 - mc]  # fmt: skip
-    assert len(short) <= 2, short
+    for method in ("irbook human", "irbook ppi++"):
+        assert _lowest(j, method, 25) >= 0.935 - mc, method
+        assert _lowest(j, method, 10) >= 0.91 - mc, method
     assert _lowest(j, "ppi-python PPI++", 10) < 0.8  # the textbook PPI++ at small n
     assert _lowest(j, "irbook ppi", 10) < 0.9  # why classic PPI carries a note
     assert all(r["zero_width"] == 0 for r in m + j if r["method"].startswith("irbook"))
