@@ -195,8 +195,9 @@ def ppi_interval(
     lo, hi = map(float, bounds)
     zlo, zhi = lo - lbar * (hi - fbar), hi - lbar * (lo - fbar)  # z's range
     same = np.abs(y - fl) < 1e-12  # the judge and the humans agree exactly
-    var = floored_var(z, zlo, zhi, floor=bool(same.all()))  # none disagree: floor it
-    if 0 < (~same).sum() <= RARE and same.mean() >= 0.5:  # a few rare disagreements:
+    judged = lbar > 0  # the judge is weighed: its agreement with humans matters
+    var = floored_var(z, zlo, zhi, floor=judged and bool(same.all()))  # none disagree
+    if judged and 0 < (~same).sum() <= RARE and same.mean() >= 0.5:  # a few, rare:
         var += np.abs(y - fl).max() ** 2 / n  # one more, as large as the largest seen
     var += var_u
     at = 0.0 if lo < 0 < hi else None  # a difference: tested at 0
