@@ -70,9 +70,10 @@ def one_line(err: str, part: str = ""):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_mid_run(tmp_path, sig):
     "SIGINT or SIGTERM while a shuffled run spills: one line, its status, no folder."
-    # a run of about 10 s (it is stopped long before): a loaded machine that starves
-    # this test for a few seconds must not let the run finish before the signal
-    q, r = big(tmp_path, nq=5000)
+    # a run of about 10 s (it is stopped long before; 5,000 queries took 3 s on a
+    # faster machine and finished first twice under load): a loaded machine that
+    # starves this test for a few seconds must not let the run finish before the signal
+    q, r = big(tmp_path, nq=15000)
     p = subprocess.Popen(
         [IRBOOK, "eval", q, r, "-m", "map", "--memory", "1"],
         stdout=subprocess.PIPE,
