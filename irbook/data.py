@@ -23,10 +23,11 @@ from tqdm.auto import tqdm
 
 # %% auto #0
 __all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'ENV_URL_HOST', 'FASTBOOK_CHAPTERS', 'JQARA_RUN_SHA256', 'JQARA_RUNS',
-           'SOURCES', 'MARKER', 'Source', 'DataError', 'ChecksumError', 'DataNotFound', 'MalformedData', 'data_dir',
-           'cache_dir', 'sha256_file', 'download', 'fetch', 'lfs_sha256', 'load_notebook', 'load_fastbook_chapter',
-           'load_benchmark', 'load_fts_keywords', 'load_jqara_qrels', 'load_jqara_run', 'load_jqara_leaderboard',
-           'load_jsquad', 'folder_hashes', 'folder_is_complete', 'build_folder']
+           'SOURCES', 'ENV_BENCH', 'BENCH_URL', 'MARKER', 'Source', 'DataError', 'ChecksumError', 'DataNotFound',
+           'MalformedData', 'data_dir', 'cache_dir', 'sha256_file', 'download', 'fetch', 'lfs_sha256', 'load_notebook',
+           'load_fastbook_chapter', 'load_benchmark', 'load_fts_keywords', 'load_jqara_qrels', 'load_jqara_run',
+           'load_jqara_leaderboard', 'load_jsquad', 'bench_record', 'folder_hashes', 'folder_is_complete',
+           'build_folder']
 
 # %% ../nbs/api/data.ipynb #0afad3f1
 # a directory holding an offline copy (checked first, never written to)
@@ -559,6 +560,47 @@ def load_jqara_leaderboard():
 def load_jsquad() -> dict:
     "JSQuAD v1.3 validation set (SQuAD format: data -> paragraphs -> qas)."
     return _json_with("jsquad/valid-v1.3.json", "data")
+
+# %% ../nbs/api/data.ipynb #0fcf9d8a
+ENV_BENCH = "IRBOOK_BENCH"  # a folder of bench records (bench/results of a checkout)
+BENCH_URL = f"{_GH}/irbook/irbook/main/bench/results"
+
+
+def _bench_dirs() -> list:
+    "Where bench records may already be, in the order they are looked for."
+    dirs = [Path(d).expanduser()] if (d := os.environ.get(ENV_BENCH)) else []
+    import irbook
+
+    root = Path(irbook.__file__).resolve().parents[1]  # a source checkout
+    return dirs + [root / "bench" / "results"]
+
+# %% ../nbs/api/data.ipynb #78a002a9
+def bench_record(name: str, offline: bool | None = None) -> dict:
+    "The record `bench/results/<name>.json`: `IRBOOK_BENCH`, the checkout, or download."
+    if not re.fullmatch(r"[\w.-]+", name or ""):
+        raise ValueError(f"a bench record is named by its file stem, got {name!r}")
+    for d in _bench_dirs():
+        if (p := d / f"{name}.json").is_file():
+            return _read_json(p, name)
+    cached = cache_dir() / "bench" / f"{name}.json"
+    if offline is None:
+        offline = os.environ.get(ENV_OFFLINE, "") not in ("", "0")
+    if not cached.is_file():
+        url = f"{BENCH_URL}/{name}.json"
+        where = " nor ".join(str(d) for d in _bench_dirs())
+        if offline:
+            raise DataNotFound(
+                f"bench record {name!r}: not in {where}; downloads are off"
+            )
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            download(_mapped(url), cached, progress=False)
+        except (urllib.error.URLError, OSError) as e:
+            raise DataNotFound(
+                f"bench record {name!r}: not in {where}, and downloading {url} failed "
+                f"({e}). Set {ENV_BENCH} to a folder that holds {name}.json."
+            ) from e
+    return _read_json(cached, name)
 
 # %% ../nbs/api/data.ipynb #5639ca33
 # written last into a built folder: present, with matching hashes, it means "complete"

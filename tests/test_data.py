@@ -1,6 +1,7 @@
 """The data layer against a real HTTP server on 127.0.0.1 serving copies of the offline
 mirror."""
 
+import functools
 import hashlib
 import http.server
 import json
@@ -376,3 +377,36 @@ def test_build_folder_failure_leaves_nothing(tmp_path):
 def test_build_folder_needs_a_string_key(tmp_path):
     with pytest.raises(ValueError, match="key"):
         build_folder(tmp_path / "m", object(), lambda tmp: None)
+
+
+def test_bench_record_checkout_env_and_download(tmp_path, monkeypatch, env):
+    # in a source checkout the committed record is read as it is
+    rec = D.bench_record("small_n")
+    root = Path(__file__).resolve().parents[1]
+    assert rec == json.loads((root / "bench/results/small_n.json").read_text())
+    # installed from a wheel (no checkout): downloaded once from the repository into
+    # the cache, through the stand-in host
+    monkeypatch.setattr(D, "_bench_dirs", lambda: [tmp_path / "no-checkout"])
+    served = tmp_path / "host"
+    (served / "irbook/irbook/main/bench/results").mkdir(parents=True)
+    (served / "irbook/irbook/main/bench/results/toy.json").write_text('{"n": 3}')
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(served))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv(D.ENV_URL_HOST, f"http://127.0.0.1:{srv.server_address[1]}")
+        assert D.bench_record("toy") == {"n": 3}
+        assert (env / "bench/toy.json").is_file()
+        with pytest.raises(D.DataNotFound, match="IRBOOK_BENCH"):
+            D.bench_record("missing")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    monkeypatch.setenv(D.ENV_OFFLINE, "1")
+    with pytest.raises(D.DataNotFound, match="downloads are off"):
+        D.bench_record("other")
