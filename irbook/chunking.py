@@ -14,7 +14,8 @@ from .fastbook import as_question, matching_chunks
 from .metrics.registry import component_recall, component_rr
 
 # %% auto #0
-__all__ = ['DROP_SECTIONS', 'STRATEGIES', 'Block', 'render_code', 'notebook_blocks', 'Chunk', 'paragraph_chunks', 'group_chunks',
+__all__ = ['DROP_SECTIONS', 'STRATEGIES', 'WORDS_FOR_500_TOKENS', 'LABEL_500_TOKENS', 'WORDS_FOR_1000_TOKENS',
+           'LABEL_1000_TOKENS', 'Block', 'render_code', 'notebook_blocks', 'Chunk', 'paragraph_chunks', 'group_chunks',
            'count_tokens', 'token_chunks', 'chunk_book', 'ceiling', 'oracle_run', 'plot_chunk_sizes']
 
 # %% ../nbs/api/chunking.ipynb #b1acfcf6
@@ -241,6 +242,12 @@ def chunk_book(
                 raise ValueError(f"duplicate chunk id {c.id!r} in chapter {ch}")
             chunks[c.id] = c
     return chunks
+
+# %% ../nbs/api/chunking.ipynb #5a7b0c32
+WORDS_FOR_500_TOKENS = 350  # words per window standing in for the author's 500 tokens
+LABEL_500_TOKENS = f"~500 tokens ({WORDS_FOR_500_TOKENS} words)"  # its name in tables
+WORDS_FOR_1000_TOKENS = 700  # the same rule for 1000 tokens
+LABEL_1000_TOKENS = f"~1000 tokens ({WORDS_FOR_1000_TOKENS} words)"
 
 # %% ../nbs/api/chunking.ipynb #a8271889
 def _popcount(m: int) -> int:

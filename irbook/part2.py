@@ -17,7 +17,14 @@ from pathlib import Path
 import pandas as pd
 
 import irbook
-from .chunking import ceiling, chunk_book
+from irbook.chunking import (
+    LABEL_500_TOKENS,
+    LABEL_1000_TOKENS,
+    WORDS_FOR_500_TOKENS,
+    WORDS_FOR_1000_TOKENS,
+    ceiling,
+    chunk_book,
+)
 from .compare import Comparison, compare, vs_published
 from .core import as_docs, as_queries, digest, top, write_json
 from .data import cache_dir
@@ -223,8 +230,8 @@ def part2_systems(
 CHUNKINGS = {
     "3 paragraphs + header": dict(strategy="group", n=3),
     "paragraphs": dict(strategy="paragraph"),
-    "~500 tokens (350 words)": dict(strategy="tokens", size=350),
-    "~1000 tokens (700 words)": dict(strategy="tokens", size=700),
+    LABEL_500_TOKENS: dict(strategy="tokens", size=WORDS_FOR_500_TOKENS),
+    LABEL_1000_TOKENS: dict(strategy="tokens", size=WORDS_FOR_1000_TOKENS),
 }
 
 
@@ -414,11 +421,11 @@ def published_numbers() -> pd.DataFrame:
             ),
             ("3 paragraphs + header", "ColBERTv2", 0.49, 0.80, _BLOG),
             ("3 paragraphs + header", "answerai-colbert-small-v1", 0.52, 0.84, _BLOG),
-            ("~500 tokens (350 words)", "FTS5 (LLM keywords)", 0.505, 0.858, _REPO),
-            ("~500 tokens (350 words)", "bge-small-en-v1.5", 0.436, 0.808, _REPO),
-            ("~500 tokens (350 words)", "ColBERTv2", 0.563, 0.873, _REPO),
+            (LABEL_500_TOKENS, "FTS5 (LLM keywords)", 0.505, 0.858, _REPO),
+            (LABEL_500_TOKENS, "bge-small-en-v1.5", 0.436, 0.808, _REPO),
+            (LABEL_500_TOKENS, "ColBERTv2", 0.563, 0.873, _REPO),
             (
-                "~500 tokens (350 words)",
+                LABEL_500_TOKENS,
                 "answerai-colbert-small-v1",
                 0.573,
                 0.866,
@@ -469,7 +476,10 @@ def against_author(
     if system in tuned:
         caveats.append("weights fitted on the tuning half, part of these questions")
     if chunking != "3 paragraphs + header":
-        caveats.append("350 words against his 500 tokens: not the same chunking")
+        caveats.append(
+            f"{WORDS_FOR_500_TOKENS} words against his 500 tokens: "
+            "not the same chunking"
+        )
     return (
         status,
         vs,
@@ -485,7 +495,7 @@ def against_author(
 def per_chapter(
     rep: pd.DataFrame,
     pick: pd.Series,
-    ceiling_of: str = "~1000 tokens (700 words)",
+    ceiling_of: str = LABEL_1000_TOKENS,
     count_in: tuple = ("3 paragraphs + header", "bm25s"),
 ) -> pd.DataFrame:
     "MRR@10 per chapter of each chunking's `pick`, a ceiling, and questions a chapter."
