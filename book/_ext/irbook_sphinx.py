@@ -11,11 +11,17 @@
 - A link to a notebook inside generated prose points at the page it becomes.
 - The names a `show_doc` cell documents go into the site's index (genindex.html).
 - `#| fig-alt: text` (Quarto's cell option) gives the alt text of the figure the cell
-  draws; a cell drawing several figures has one line for each, in order.
+  draws; a cell drawing several figures has one line for each, in order. It holds for
+  a `remove-input` cell too: the texts are read from the notebook before its source is
+  dropped.
+- On a reference page (a notebook under nbs/api/), a cell exported by nbdev
+  (`#| export`, `#| exports`) is folded: the reader sees a "Source" toggle and the
+  `show_doc` output below it, the API documentation; the source is one click away.
 - static/irbook.css sizes code so that 88 columns fit the article at the default page
   width.
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -27,6 +33,25 @@ DIRECTIVE = re.compile(r"^\s*#\s?\|")
 SHOW_DOC = re.compile(r"^show_doc\(.*\)\s*$")
 NB_LINK = re.compile(r"^(?![a-z]+:)[^#]*\.ipynb(#.*)?$")
 FIG_ALT = re.compile(r"^\s*#\s?\|\s*fig-alt:\s*(.+?)\s*$")
+EXPORT = re.compile(r"^\s*#\s?\|\s*exports?\s*$")
+REFERENCE = "nbs/api/"  # docnames of the reference pages start with this
+_ALTS: dict = {}  # docname -> {cell index: alt texts}, filled as each notebook is read
+
+
+def is_exported(code: str) -> bool:
+    "True if `code` carries nbdev's `#| export` or `#| exports` directive."
+    return any(EXPORT.match(ln) for ln in code.splitlines())
+
+
+def cell_alts(nb: dict) -> dict:
+    "The `#| fig-alt:` texts of notebook `nb`'s code cells, by cell index."
+    out = {}
+    for i, cell in enumerate(nb.get("cells", [])):
+        src = cell.get("source", "")
+        code = src if isinstance(src, str) else "".join(src)
+        if cell.get("cell_type") == "code" and (alts := fig_alts(code)):
+            out[i] = alts
+    return out
 
 
 def fig_alts(code: str) -> list[str]:
@@ -58,24 +83,50 @@ class DropNestedTransitions(Transform):
 
 class CleanCellSources(Transform):
     """Strip nbdev directives from cell sources; drop inputs that are empty or only
-    show_doc calls."""
+    show_doc calls; on a reference page, fold the source of exported cells."""
 
     default_priority = 801
 
     def apply(self, **kwargs):
+        reference = _docname(self.document).startswith(REFERENCE)
         for box in list(self.document.findall(nodes.container)):
             if box.get("nb_element") != "cell_code_source":
                 continue
+            cell = box.parent
             for block in list(box.findall(nodes.literal_block)):
-                _set_alts(box.parent, fig_alts(block.astext()))
+                if reference and is_exported(block.astext()):
+                    fold(cell)
                 code = strip_directives(block.astext())
                 if not code.strip() or only_show_doc(code):
                     if code.strip():
-                        _index_show_doc(self.document, box.parent)
-                    box.parent.remove(box)
+                        _index_show_doc(self.document, cell)
+                    cell.remove(box)
                     break
                 new = nodes.literal_block(code, code, **block.attributes)
                 block.replace_self(new)
+
+
+def fold(cell):
+    "Fold `cell`'s source under a toggle \"Source\" (what myst-nb's `hide-input` does)."
+    if not cell.get("hide_mode"):
+        cell["hide_mode"] = "input"
+        cell["classes"].append("tag_hide-input")
+    if cell["hide_mode"] == "input":  # a cell tagged hide-input in the notebook too
+        cell["prompt_show"], cell["prompt_hide"] = "Source", "Hide source"
+
+
+class FigureAlts(Transform):
+    """Alt texts from `#| fig-alt:` lines, read from the notebook file as it is read
+    (`_read_notebook`), so they hold when the cell's source is not rendered
+    (`remove-input`)."""
+
+    default_priority = 803
+
+    def apply(self, **kwargs):
+        alts = _ALTS.get(_docname(self.document), {})
+        for cell in self.document.findall(nodes.container):
+            if cell.get("nb_element") == "cell_code":
+                _set_alts(cell, alts.get(cell.get("cell_index"), []))
 
 
 class NotebookLinksInOutputs(Transform):
@@ -115,6 +166,22 @@ def _set_alts(cell, alts):
         image["alt"] = alt
 
 
+def _docname(document) -> str:
+    "The docname of the page `document` is (empty outside a Sphinx build)."
+    env = getattr(document.settings, "env", None)
+    return env.docname if env else ""
+
+
+def _read_notebook(app, docname, source):
+    "Note a notebook's `#| fig-alt:` texts as it is read (its source is left as is)."
+    if not str(app.env.doc2path(docname)).endswith(".ipynb"):
+        return
+    try:
+        _ALTS[docname] = cell_alts(json.loads(source[0]))
+    except ValueError:
+        _ALTS.pop(docname, None)
+
+
 def _add_static(app):
     "Serve this extension's stylesheet (static/irbook.css) with the site."
     app.config.html_static_path.append(str(Path(__file__).parent / "static"))
@@ -123,7 +190,9 @@ def _add_static(app):
 def setup(app):
     app.add_transform(DropNestedTransitions)
     app.add_transform(CleanCellSources)
+    app.add_transform(FigureAlts)
     app.add_transform(NotebookLinksInOutputs)
+    app.connect("source-read", _read_notebook)
     app.connect("builder-inited", _add_static)
     app.add_css_file("irbook.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
