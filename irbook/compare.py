@@ -58,8 +58,11 @@ def _scored(x, metrics):
     return None
 
 # %% ../nbs/api/compare.ipynb #cc52d507
-def named_runs(runs) -> dict:
-    "Runs as `{name: run}`: a dict is kept, a list is keyed by each run's `.name`."
+def named_runs(
+    runs: Mapping | list,  # a dict {name: run}, or runs that carry `.name`
+) -> dict:
+    """Runs as `{name: run}`: a dict is kept, a list is keyed by each run's `.name`.
+    Returns a dict; two runs of one name are refused."""
     if isinstance(runs, Mapping):
         return dict(runs)
     out = {}
@@ -113,13 +116,14 @@ def _assemble(frames: dict, metrics) -> pd.DataFrame:
 
 # %% ../nbs/api/compare.ipynb #8e845096
 def per_query_table(
-    qrels,
-    runs,
-    metrics=None,
-    convention: str = "ranx",
-    make_comparable: bool = False,
+    qrels: Mapping | None,  # the judgments; None when `runs` are scores already
+    runs: Mapping | list,  # {name: run}, named runs, or per-query scores
+    metrics: str | list | None = None,  # metric names; None: every column of the scores
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
+    make_comparable: bool = False,  # score only the queries both qrels and run hold
 ) -> pd.DataFrame:
-    "Per-query scores of every run: rows are queries, columns (run, metric)."
+    """Per-query scores of every run. Returns a DataFrame: one row per query (the first
+    run's order), columns (run, metric)."""
     import pandas as pd  # on use: see the imports
 
     names = [metrics] if isinstance(metrics, str) else metrics and list(metrics)
@@ -141,18 +145,19 @@ TESTS = ("t", "fisher", "bootstrap")
 
 
 def paired_p(
-    a,
-    b,
-    test: str = "t",
-    seed=0,
-    B: int = 2000,
-    permutations: int = 10_000,
-    bounds=None,
+    a: np.ndarray | list,  # per-query scores of one run
+    b: np.ndarray | list,  # the other run's, same queries, same order
+    test: str = "t",  # 't' (paired t / score test), 'fisher' or 'bootstrap'
+    seed: int = 0,  # random seed of the fisher and bootstrap tests
+    B: int = 2000,  # bootstrap resamples
+    permutations: int = 10_000,  # random sign flips of Fisher's test
+    bounds: tuple | None = None,  # a difference's range, e.g. (-1, 1)
 ) -> float:
-    """Two-sided p-value of a paired test of mean(a - b): t, fisher or bootstrap.
+    """Two-sided p-value (a float) of a paired test of mean(a - b).
 
     "t" is `irbook.stats.diff_interval`'s test: Student's paired t without `bounds`,
-    the score test with them (the range of a difference, e.g. (-1, 1))."""
+    the score test with them (the range of a difference, e.g. (-1, 1)); "fisher" is
+    Fisher's randomisation test, "bootstrap" the paired bootstrap's."""
     if test == "t":  # Student's paired t, or its score form on a bounded metric
         return diff_interval(a, b, bounds=bounds).p
     if test == "fisher":
@@ -216,12 +221,12 @@ def _pair_stats(x, y, test, alpha, B, seed, permutations, ceiling, bounds) -> di
 class Comparison:
     "Runs compared query by query: `table` has one row per (run, metric, baseline)."
 
-    table: pd.DataFrame
-    scores: pd.DataFrame = field(repr=False)
-    test: str = "t"
-    alpha: float = 0.05
-    B: int = 2000
-    note: str | None = None  # `level_note`: why the test cannot hold alpha at this n
+    table: pd.DataFrame  # a row per (run, metric, baseline)
+    scores: pd.DataFrame = field(repr=False)  # the per-query table compared
+    test: str = "t"  # the test used: 't', 'fisher' or 'bootstrap'
+    alpha: float = 0.05  # the level
+    B: int = 2000  # bootstrap resamples
+    note: str | None = None  # why the test cannot hold alpha at this n
 
     @property
     def tested(self) -> pd.DataFrame:
@@ -311,22 +316,24 @@ def _holm_rows(t: pd.DataFrame, alpha: float) -> pd.DataFrame:
 
 # %% ../nbs/api/compare.ipynb #01318554
 def compare(
-    table,
-    baseline: str | None = None,
-    test: str = "t",
-    alpha: float = 0.05,
-    B: int = 2000,
-    seed=0,
-    pairs="baseline",
-    permutations: int = 10_000,
-    ceiling: float | None = 1.0,
+    table: pd.DataFrame | Mapping,  # per-query scores (`per_query_table`)
+    baseline: str | None = None,  # the run tested against; None: the first
+    test: str = "t",  # 't', 'fisher' or 'bootstrap' (see below)
+    alpha: float = 0.05,  # 1 - alpha intervals; Holm's correction at alpha
+    B: int = 2000,  # bootstrap resamples (test='bootstrap')
+    seed: int = 0,  # random seed of the fisher and bootstrap tests
+    pairs: str | list = "baseline",  # 'baseline', 'all' or [(run, baseline), ...]
+    permutations: int = 10_000,  # random sign flips of Fisher's test
+    ceiling: float | None = 1.0,  # the metric's maximum (ties there are named)
 ) -> Comparison:
     """Every run against `baseline` (or every pair): means, difference, CI, p, Holm's p.
 
-    `test` gives the p-values and intervals: "t" (`irbook.stats.mean_interval` and
-    `diff_interval`, which hold from 3 questions, and the interval's own test),
-    "fisher" (the same intervals, Fisher's randomisation p) or "bootstrap"
-    (percentile intervals and p from `B` resamples; no verdict below 50 questions)."""
+    Returns a `Comparison`: its `table` has one row per run and metric (the mean with
+    its interval) and one per tested pair (difference, interval, p, Holm's p, effect
+    size). `test` gives the p-values and intervals: "t" (`irbook.stats.mean_interval`
+    and `diff_interval`, which hold from 3 questions, and the interval's own test),
+    "fisher" (the same intervals, Fisher's randomisation p) or "bootstrap" (percentile
+    intervals and p from `B` resamples; no verdict below 50 questions)."""
     import pandas as pd  # on use: see the imports
 
     if not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha < 1):
@@ -363,8 +370,11 @@ def _p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.2g}"
 
 
-def verdict(r: Mapping) -> str:
-    "A comparison in words: higher or lower by, not separable, tied; or vs published."
+def verdict(
+    r: Mapping,  # a row of `Comparison.table`, or a `VsPublished` dict
+) -> str:
+    """A comparison in words (a str): higher or lower by, not separable, tied; or vs
+    published."""
     lo, hi = r["low"], r["high"]
     if "published" in r:  # one system against a number from a paper (vs_published)
         pub = r["published"]
@@ -443,8 +453,11 @@ def matrix(self: Comparison, metric: str | None = None, value: str = "p_holm"):
     return out
 
 # %% ../nbs/api/compare.ipynb #773d86dc
-def trec_name(metric: str) -> str:
-    "trec_eval's name for `metric` when both compute the same number, else `metric`."
+def trec_name(
+    metric: str,  # an irbook metric name
+) -> str:
+    """trec_eval's name for `metric` when both compute the same number, else `metric` (a
+    str)."""
     return to_trec_eval(metric) or metric
 
 # %% ../nbs/api/compare.ipynb #73dd3959
@@ -458,8 +471,14 @@ def _trec_line(measure: str, qid, value) -> str:
     return f"{trec_name(measure):<22}\t{qid}\t{text}"
 
 
-def trec_lines(name: str, means: Mapping, n=None, per_query=None) -> list[str]:
-    "trec_eval's layout for one run: per-query rows (sorted ids), then the 'all' rows."
+def trec_lines(
+    name: str,  # the run's name (trec_eval's runid)
+    means: Mapping,  # {metric: mean} of the run
+    n: int | None = None,  # number of queries (a num_q row), if known
+    per_query: pd.DataFrame | None = None,  # per-query scores: -q rows
+) -> list[str]:
+    """trec_eval's layout for one run: a list of lines, per-query rows (sorted ids),
+    then the 'all' rows."""
     out = []
     if per_query is not None:
         for q in sorted(per_query.index, key=str):
@@ -473,8 +492,12 @@ def trec_lines(name: str, means: Mapping, n=None, per_query=None) -> list[str]:
     return out + [_trec_line(m, "all", v) for m, v in means.items()]
 
 # %% ../nbs/api/compare.ipynb #ta85298488
-def table_as(t, fmt: str) -> str | None:
-    "A report table as JSON records, CSV, Markdown or LaTeX; None for any other `fmt`."
+def table_as(
+    t: pd.DataFrame,  # a report table
+    fmt: str,  # 'json', 'csv', 'md' or 'latex'
+) -> str | None:
+    """A report table as JSON records, CSV, Markdown or LaTeX (a str); None for any
+    other `fmt`."""
     if fmt == "json":
         return t.to_json(orient="records", double_precision=6)
     if fmt == "csv":
@@ -602,8 +625,13 @@ FORMATS = ("table", "md", "latex", "csv", "json", "trec")
 SHOWN = ("mean", "diff", "low", "high", "effect", "p", "p_holm", "significant")
 
 
-def render(x, fmt: str = "table", per_query: bool = False) -> str:
-    "A `Comparison` (or runs' means) as text: table, md, latex, csv, json or trec."
+def render(
+    x: Comparison | Mapping,  # a `Comparison`, or runs' means {run: {metric: mean}}
+    fmt: str = "table",  # 'table', 'md', 'latex', 'csv', 'json' or 'trec'
+    per_query: bool = False,  # the per-query scores instead of the summary
+) -> str:
+    """A `Comparison` (or runs' means) as text (a str): table, md, latex, csv, json or
+    trec."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if per_query:  # a Comparison keeps its per-query table
@@ -628,8 +656,13 @@ def render(x, fmt: str = "table", per_query: bool = False) -> str:
     return _text(t, tested)
 
 # %% ../nbs/api/compare.ipynb #58bbacce
-def plot_comparison(c: Comparison, ax=None, title: str | None = None):
-    "Forest plot of a comparison: each run minus its baseline, with its interval."
+def plot_comparison(
+    c: Comparison,  # the comparison to draw
+    ax: object = None,  # Axes to draw on; None: a new figure
+    title: str | None = None,  # the plot's title
+):
+    """Forest plot of a comparison: each run minus its baseline, with its interval.
+    Returns the matplotlib Axes."""
     import pandas as pd  # on use: see the imports
 
     t = c.tested
@@ -652,14 +685,14 @@ def plot_comparison(c: Comparison, ax=None, title: str | None = None):
 class VsPublished:
     "Our mean with its interval (`mean_interval`) beside a published figure."
 
-    mean: float
-    low: float
-    high: float
-    published: float
-    n: int
-    n_published: int | None
-    same_questions: bool
-    alpha: float
+    mean: float  # our mean
+    low: float  # its interval's low end
+    high: float  # its interval's high end
+    published: float  # the published mean
+    n: int  # our number of questions
+    n_published: int | None  # its number of questions, if known
+    same_questions: bool  # True if both are on the same questions
+    alpha: float  # the level of the interval
 
     @property
     def inside(self) -> bool:
@@ -672,14 +705,15 @@ class VsPublished:
 
 # %% ../nbs/api/compare.ipynb #d75b5841
 def vs_published(
-    scores,
-    published: float,
-    n_published: int | None = None,
-    same_questions: bool = True,
-    alpha: float = 0.05,
-    bounds=(0.0, 1.0),
+    scores: np.ndarray | list,  # our per-query scores
+    published: float,  # the published mean
+    n_published: int | None = None,  # its number of questions, if known
+    same_questions: bool = True,  # True if the published number is on our questions
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    bounds: tuple | None = (0.0, 1.0),  # the metric's range; None: unbounded
 ) -> VsPublished:
-    "Our per-query `scores` against a published mean: inside our interval or not."
+    """Our per-query `scores` against a published mean: inside our interval or not.
+    Returns a `VsPublished`."""
     if not (isinstance(published, (int, float)) and math.isfinite(published)):
         raise ValueError(f"published must be a finite number, got {published!r}")
     ci = mean_interval(scores, alpha, bounds)  # the metric's range: `bounds`
