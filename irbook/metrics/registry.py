@@ -105,8 +105,13 @@ TREC_ONLY: dict = {}  # measures ranx lacks: trec_eval's counts, gm_map, iprec
 AGGREGATES: dict = {}  # metric name -> how its per-query values become one number
 
 
-def register(name: str, agg: str | None = None, ranx: bool | None = None):
-    "Decorator: file a metric function `fn(r, k, rel_lvl)` under its declared measure."
+def register(
+    name: str,  # the measure's name, as declared in `MEASURES`
+    agg: str | None = None,  # 'mean', 'sum' or 'gmean'; None: as declared
+    ranx: bool | None = None,  # ranx computes it too; None: as declared
+):
+    """Decorator: file a metric function `fn(r, k, rel_lvl)` under its declared measure.
+    Returns the decorator, which returns `fn` unchanged."""
     m = MEASURES.get(name) or Measure(
         name, "", agg=agg or "mean", ranx=ranx is not False
     )
@@ -126,22 +131,31 @@ def register(name: str, agg: str | None = None, ranx: bool | None = None):
     return deco
 
 
-def measure_pattern(kind: str) -> re.Pattern:
-    "The names of the measures of `kind` with an optional `@k`, as a regex."
+def measure_pattern(
+    kind: str,  # a measure kind: 'ranked', 'spans', ...
+) -> re.Pattern:
+    "The names of the measures of `kind` with an optional `@k`, as a compiled regex."
     names = "|".join(m.name for m in MEASURES.values() if m.kind == kind)
     return re.compile(rf"^({names})(?:@(\d+))?$")
 
 # %% ../../nbs/api/metrics_registry.ipynb #f36653c6
-def check_p(p, what="p"):
-    "Raise a ValueError unless 0 < `p` < 1 (RBP persistence)."
+def check_p(
+    p: float,  # RBP's persistence
+    what: str = "p",  # the name to blame in the message
+):
+    "Raise a ValueError unless 0 < `p` < 1 (RBP persistence); returns None."
     if not (isinstance(p, (float, int, np.floating)) and 0 < p < 1):
         raise ValueError(
             f"{what}: persistence p must be strictly between 0 and 1, got {p!r}"
         )
 
 # %% ../../nbs/api/metrics_registry.ipynb #17b8120c
-def ratio(num, den) -> np.ndarray:
-    "num/den per query, 0 where den is 0 (ranx's convention for empty cases)."
+def ratio(
+    num: np.ndarray,  # numerators, one per query
+    den: np.ndarray,  # denominators, one per query
+) -> np.ndarray:
+    """num/den per query as an array, 0 where den is 0 (ranx's convention for empty
+    cases)."""
     num = np.asarray(num, np.float64)
     den = np.asarray(den, np.float64)
     return np.divide(
@@ -149,8 +163,11 @@ def ratio(num, den) -> np.ndarray:
     )
 
 # %% ../../nbs/api/metrics_registry.ipynb #ae913bb5
-def parse_metric(metric: str) -> tuple:
-    "A name in any dialect ('ndcg@10', 'ndcg_cut_10', 'nDCG@10') as (name, k, lvl)."
+def parse_metric(
+    metric: str,  # a metric name: irbook's, trec_eval's or ir_measures'
+) -> tuple:
+    """A name in any dialect ('ndcg@10', 'ndcg_cut_10', 'nDCG@10') as a tuple (name, k,
+    lvl); a ValueError names what is wrong with a bad one."""
     if not isinstance(metric, str):
         raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
     metric = from_trec_eval(metric) or from_ir_measures(metric) or metric
@@ -223,7 +240,9 @@ _TREC_LEVEL = {t[:-2] for m in MEASURES.values() for t in m.trec if t.endswith("
 _TREC_RE = re.compile(rf"({'|'.join(_TREC_CUT)})_([\d.]+)")
 
 
-def from_trec_eval(name: str) -> str | None:
+def from_trec_eval(
+    name: str,  # a trec_eval measure name ('P_10', 'ndcg_cut_10')
+) -> str | None:
     "irbook's name for trec_eval's measure `name` ('P_10' -> 'precision@10'), or None."
     base, sep, lvl = name.rpartition("-l") if "-l" in name else (name, "", "")
     tail = sep + lvl
@@ -235,8 +254,10 @@ def from_trec_eval(name: str) -> str | None:
     return None
 
 
-def to_trec_eval(metric: str) -> str | None:
-    "trec_eval's name for `metric` when it computes the same number, else None."
+def to_trec_eval(
+    metric: str,  # an irbook metric name
+) -> str | None:
+    "trec_eval's name (a str) for `metric` when it computes the same number, else None."
     base, sep, lvl = metric.rpartition("-l") if "-l" in metric else (metric, "", "")
     name, _, k = base.partition("@")
     if sep and lvl != "1":  # trec_eval sets the level per run (-l), not per measure
@@ -284,8 +305,11 @@ def _expand(m: str) -> list:
     return [m]
 
 
-def expand_metrics(metrics) -> list:
-    "`metrics` (a name or a list), trec_eval's 'official', 'P.5,10'... expanded."
+def expand_metrics(
+    metrics: str | list,  # a name, a list of names, 'official' or 'P.5,10'
+) -> list:
+    """`metrics` (a name or a list), trec_eval's 'official', 'P.5,10'... expanded to a
+    list of names."""
     names = [metrics] if isinstance(metrics, str) else list(metrics)
     return [x for m in names for x in (_expand(m) if isinstance(m, str) else [m])]
 
@@ -313,8 +337,11 @@ _IRM_REFUSED = {  # ir_measures' measures irbook lacks, and why (`irbook measure
 _IRM_RE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)(?:\(([^()]*)\))?(?:@([\d.]+))?")
 
 
-def from_ir_measures(name: str) -> str | None:
-    "irbook's name for ir_measures' measure `name` ('P(rel=2)@5' -> 'precision@5-l2')."
+def from_ir_measures(
+    name: str,  # an ir_measures name ('nDCG@10', 'P(rel=2)@5')
+) -> str | None:
+    """irbook's name for ir_measures' measure `name` ('P(rel=2)@5' -> 'precision@5-l2'),
+    or None; a measure irbook lacks is refused with a ValueError."""
     m = _IRM_RE.fullmatch(name)
     if not m or m[1] not in _IRM and m[1] not in _IRM_REFUSED:
         return None
@@ -359,7 +386,8 @@ def from_ir_measures(name: str) -> str | None:
 
 
 def measure_names() -> list:
-    "Every measure (irbook name, trec_eval's, ir_measures', meaning), then the refused."
+    """Every measure as a tuple (irbook name, trec_eval's, ir_measures', meaning), then
+    the refused: a list."""
     shown = {"k": "@k", "p": ".p", "x": "@x"}
     rows = []
     for m in MEASURES.values():
@@ -375,37 +403,60 @@ def measure_names() -> list:
 
 # %% ../../nbs/api/metrics_registry.ipynb #e1f2a3b6
 @register("num_q")
-def num_q(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+def num_q(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    k: int = 0,  # cut-off: the top k of each ranking; 0: all of it
+    rel_lvl: int = 1,  # the lowest label that counts as relevant
+) -> np.ndarray:
     "1 per query: summed, the number of queries scored (trec_eval's num_q)."
     return np.ones(r.n_queries)
 
 
 @register("num_ret")
-def num_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+def num_ret(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    k: int = 0,  # cut-off: the top k of each ranking; 0: all of it
+    rel_lvl: int = 1,  # the lowest label that counts as relevant
+) -> np.ndarray:
     "Documents retrieved (in the top `k`), summed over queries as trec_eval does."
     return r.cut(k).astype(np.float64)
 
 
 @register("num_rel")
-def num_rel(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+def num_rel(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    k: int = 0,  # cut-off: the top k of each ranking; 0: all of it
+    rel_lvl: int = 1,  # the lowest label that counts as relevant
+) -> np.ndarray:
     "Documents judged >= `rel_lvl` in the qrels (R), summed over queries."
     return r.n_rel(rel_lvl).astype(np.float64)
 
 
 @register("num_rel_ret")
-def num_rel_ret(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+def num_rel_ret(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    k: int = 0,  # cut-off: the top k of each ranking; 0: all of it
+    rel_lvl: int = 1,  # the lowest label that counts as relevant
+) -> np.ndarray:
     "Relevant documents retrieved (in the top `k`), summed over queries."
     return (r.relevant(rel_lvl) & r.top(k)).sum(1).astype(np.float64)
 
 # %% ../../nbs/api/metrics_registry.ipynb #588a48f6
 @register("judged")
-def judged(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+def judged(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    k: int = 0,  # cut-off: the top k of each ranking; 0: all of it
+    rel_lvl: int = 1,  # the lowest label that counts as relevant
+) -> np.ndarray:
     "Share of the top `k` with a judgement (label >= 0): ir_measures' Judged@k."
     return ratio((r.judged & r.top(k)).sum(1), r.cut(k))
 
 
-def drop_unjudged(r: Ranked) -> Ranked:
-    "`r` with its unjudged documents removed and ranks closed up (trec_eval's -J)."
+def drop_unjudged(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+) -> Ranked:
+    """`r` with its unjudged documents removed and ranks closed up (trec_eval's -J): a
+    new `Ranked`."""
     keep = r.judged & r.retrieved
     order = np.argsort(~keep, axis=1, kind="stable")  # kept ranks first, in order
     n = keep.sum(1)
@@ -421,7 +472,11 @@ ERR_MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: a grade-4 document stops 15 users in
 
 
 @register("err")
-def err(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
+def err(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    k: int = 0,  # cut-off: the top k of each ranking; 0: all of it
+    rel_lvl: int = 1,  # the lowest label that counts as relevant
+) -> np.ndarray:
     "Expected reciprocal rank at `k` (Chapelle et al. 2009), as ir_measures' ERR@k."
     labels = r.rel[:, : min(k, r.depth) if k > 0 else r.depth]
     g = np.where(labels >= rel_lvl, labels, 0.0)
@@ -438,21 +493,31 @@ def err(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
 
 # %% ../../nbs/api/metrics_registry.ipynb #fd770f84
 @register("modified_mrr")
-def component_rr(ranks) -> float:
-    "Modified RR from each answer component's first rank in the top k (0: not found)."
+def component_rr(
+    ranks: list,  # each answer component's first rank in the top k
+) -> float:
+    """Modified RR (a float) from each answer component's first rank in the top k (0:
+    not found)."""
     ranks = list(ranks)
     return 0.0 if 0 in ranks else 1.0 / max(ranks)
 
 
 @register("modified_recall")
-def component_recall(ranks) -> float:
-    "Modified recall: the share of answer components with a rank (0: not found)."
+def component_recall(
+    ranks: list,  # each answer component's first rank in the top k
+) -> float:
+    """Modified recall (a float): the share of answer components with a rank (0: not
+    found)."""
     ranks = list(ranks)
     return sum(r > 0 for r in ranks) / len(ranks)
 
 # %% ../../nbs/api/metrics_registry.ipynb #39482245
-def aggregate(metric: str, values) -> float:
-    "One number from `metric`'s per-query values: its mean, sum or geometric mean."
+def aggregate(
+    metric: str,  # a metric name (or any column name: the mean)
+    values: np.ndarray | list,  # its per-query values
+) -> float:
+    """One number (a float) from `metric`'s per-query values: its mean, sum or geometric
+    mean."""
     try:
         agg = AGGREGATES[parse_metric(metric)[0]]
     except ValueError:  # not a metric name (a column of scores): the mean
@@ -465,8 +530,11 @@ def aggregate(metric: str, values) -> float:
     return float(np.mean(values))
 
 
-def score_ranked(r: Ranked, names: list) -> dict:
-    "Each metric's per-query values on `r` (`names` already expanded)."
+def score_ranked(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    names: list,  # metric names, already expanded
+) -> dict:
+    "Each metric's per-query values on `r`: a dict {name: array}."
     out = {}
     for m in names:
         name, param, lvl = parse_metric(m)
@@ -476,17 +544,22 @@ def score_ranked(r: Ranked, names: list) -> dict:
 
 
 def evaluate(
-    qrels,
-    run,
-    metrics,
-    per_query: bool = False,
-    make_comparable: bool = False,
-    convention: str = "ranx",
-    ties: str | None = None,
-    judged_only: bool = False,
-    widths: tuple | None = None,
+    qrels,  # judgments: a dict, DataFrame, `Columns` or ranx Qrels
+    run,  # the ranking to score, in any of those forms
+    metrics: str | list,  # a name, a list, or 'official' (trec_eval's set)
+    per_query: bool = False,  # return each query's scores, not the means
+    make_comparable: bool = False,  # score only the queries both sides hold
+    convention: str = "ranx",  # 'ranx', 'trec_eval' (10) or 'pytrec_eval'
+    ties: str | None = None,  # deprecated: use `convention`
+    judged_only: bool = False,  # drop unjudged documents first (trec_eval -J)
+    widths: tuple | None = None,  # a batch of a larger run: the run's widths
 ):
-    "Score `run` against `qrels` with `metrics` (one name, a list, or 'official')."
+    """Score `run` against `qrels` with `metrics`.
+
+    Returns what ranx returns: a float for one metric name, a dict {metric: mean}
+    for a list; with `per_query=True` a DataFrame with one row per query and one
+    column per metric. Every name is checked before any work; queries that only one
+    side holds raise a `QueryMismatch` unless `make_comparable=True`."""
     # judged_only: score the condensed lists (unjudged docs removed), trec_eval -J;
     # widths: a batch of a larger run scored at the run's widths (see `to_ranked`)
     if ties is not None:
@@ -977,13 +1050,21 @@ RANX_EXAMPLES = {
 }
 
 # %% ../../nbs/api/metrics_registry.ipynb #22252fb4
-def agrees_printed(value: float, printed: float, digits: int) -> bool:
-    "`value` equals `printed` to the digits printed: within one unit of the last one."
+def agrees_printed(
+    value: float,  # irbook's value
+    printed: float,  # the published value
+    digits: int,  # decimals the source prints
+) -> bool:
+    """True if `value` equals `printed` to the digits printed: within one unit of the
+    last one."""
     return abs(value - printed) < 10.0**-digits
 
 
-def printed_beside(metrics, examples: dict | None = None):
-    "Each printed value of the examples for `metrics` (base names) beside irbook's."
+def printed_beside(
+    metrics: list,  # base metric names ('ndcg', 'mrr')
+    examples: dict | None = None,  # published examples; None: `RANX_EXAMPLES`
+):
+    "Each printed value of the examples for `metrics` beside irbook's: a DataFrame."
     import pandas as pd
 
     rows = []
