@@ -177,7 +177,9 @@ def test_every_image_exists_and_has_alt_text():
         for img, path in _images(p):
             if not path.is_file():
                 missing.append((p.name, img.get("src")))
-            if not (img.get("alt") or "").strip():
+            alt = (img.get("alt") or "").strip()
+            # a file name (what Sphinx falls back to) is not a description
+            if not alt or re.search(r"\.(png|jpe?g|svg)$|^[0-9a-f]{16,}", alt):
                 no_alt.append((p.name, img.get("src", "")[-40:]))
     assert not missing, missing[:10]
     assert not no_alt, f"{len(no_alt)} figures without alt text: {no_alt[:10]}"
@@ -311,10 +313,22 @@ def test_every_chapter_ends_with_recap_questions_exercises():
 CODE_BUDGET = int(os.environ.get("IRBOOK_CODE_BUDGET", "5160"))
 
 
+def _open_cell_inputs(page):
+    "Code a reader sees without unfolding anything (not folded set-up or solutions)."
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, "html.parser")
+    return [
+        div.get_text()
+        for div in soup.select("div.cell_input")
+        if not div.find_parent(class_=["tag_hide-cell", "tag_hide-input"])
+    ]
+
+
 def test_course_code_line_budget():
     per = {}
     for p in [Path(SITE) / "nbs" / "index.html", *_course_pages()]:
-        cells = _cell_inputs(p.read_text())
+        cells = _open_cell_inputs(p.read_text())
         per[p.name] = sum(len(c.strip("\n").splitlines()) for c in cells)
     total = sum(per.values())
     top = sorted(per.items(), key=lambda kv: -kv[1])[:5]
@@ -392,3 +406,58 @@ def test_pages_as_a_reader_sees_them_in_chromium(tmp_path):
         if any(res.values()):
             found[str(p.relative_to(SITE))] = {k: v for k, v in res.items() if v}
     assert not found, found
+
+
+# ------------------------------------------------------------------------------------
+# A course a learner can run anywhere and check themselves against (issue 35).
+
+
+def _after_h2(p, head):
+    "The elements of page `p`'s article after its h2 `head`, up to the next h2."
+    h = next(
+        h for h in _article(p).select("h2") if head in h.get_text().strip().lower()
+    )
+    section = h.find_parent("section")
+    return section if section is not None else h.parent
+
+
+def test_every_chapter_shows_answers_and_folded_solutions():
+    missing = []
+    for p in _course_pages():
+        questions = _after_h2(p, "questions")
+        if not questions.select(".admonition.dropdown"):
+            missing.append((p.name, "answers (a dropdown admonition)"))
+        exercises = _after_h2(p, "exercises")
+        folded = exercises.select("div.cell.tag_hide-cell")
+        if not folded or not all(c.select("details") for c in folded):
+            missing.append((p.name, "solutions folded behind a toggle"))
+    assert not missing, missing
+
+
+def test_chapters_open_in_colab_and_binder_and_download_executed():
+    bad = []
+    for p in _course_pages():
+        page = p.read_text(encoding="utf-8")
+        stem = p.stem
+        colab = f"colab.research.google.com/github/irbook/irbook/blob/main/nbs/{stem}"
+        if colab not in page:
+            bad.append((p.name, "no Open in Colab link"))
+        if f"mybinder.org/v2/gh/irbook/irbook/main?urlpath=tree/nbs/{stem}" not in page:
+            bad.append((p.name, "no Binder link"))
+        dl = Path(SITE) / "_sources" / "nbs" / f"{stem}.ipynb"
+        if f"_sources/nbs/{stem}.ipynb" not in page or not dl.is_file():
+            bad.append((p.name, "no .ipynb download"))
+            continue
+        cells = json.loads(dl.read_text(encoding="utf-8"))["cells"]
+        tags = [set(c.get("metadata", {}).get("tags", [])) for c in cells]
+        if not any(c.get("outputs") for c in cells):
+            bad.append((p.name, "the download has no outputs"))
+        if any("remove-cell" in t for t in tags):
+            bad.append((p.name, "the download holds the hidden checks"))
+    assert not bad, bad[:10]
+
+
+def test_landing_page_says_what_the_course_needs():
+    text = _prose(_article(Path(SITE) / "nbs" / "index.html"))
+    for want in ("What you need", "GPU", "minutes", "MB"):
+        assert want in text, want

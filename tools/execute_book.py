@@ -16,8 +16,14 @@ Three steps, each using both cores:
 A notebook that fails stops the build with its error, as `-W` would.
 
     python tools/execute_book.py book   # then: jupyter-book build -W book
+    python tools/execute_book.py book --record=bench/results/book.json
+
+`--record` writes what the landing page's "What you need" box reads: seconds per
+notebook, the machine's cores and memory, and the disk the course used (installed
+packages, offline data read, irbook's cache before and after).
 """
 
+import json
 import os
 import sys
 import time
@@ -91,7 +97,32 @@ def steps(book: Path) -> list:
     return [(True, first), (False, chapters), (True, last)]
 
 
-def main(book: Path, workers: int = 2) -> int:
+def _mb(path) -> float:
+    "Disk use of a file or folder in MB (0 when it does not exist)."
+    p = Path(path)
+    if not p.exists():
+        return 0.0
+    files = [p] if p.is_file() else [f for f in p.rglob("*") if f.is_file()]
+    return round(sum(f.lstat().st_size for f in files) / 1e6, 1)
+
+
+def machine() -> dict:
+    "What the record says of the machine and the disk the course uses."
+    from irbook.data import SOURCES, cache_dir, data_dir
+
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    data = data_dir()
+    return {
+        "cores": len(os.sched_getaffinity(0)),
+        "memory_gb": round(mem, 1),
+        "gpu": False,  # the book builds on CPUs; irbook uses a GPU where there is one
+        "packages_mb": _mb(Path(sys.prefix) / "lib"),
+        "data_mb": round(sum(_mb(data / n) for n in SOURCES) if data else 0.0, 1),
+        "cache_mb": _mb(cache_dir()),
+    }
+
+
+def main(book: Path, workers: int = 2, record: Path | None = None) -> int:
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
@@ -108,9 +139,11 @@ def main(book: Path, workers: int = 2) -> int:
             overwrite=True,
         )  # fmt: skip
         print(f"{rel}: executed in {secs:.1f} s", flush=True)
+        secs_of[str(rel)] = round(secs, 1)
         return True
 
-    t0, n = time.perf_counter(), 0
+    t0, n, secs_of = time.perf_counter(), 0, {}
+    before = machine() if record else None
     for one_core, nbs in steps(book):
         n += len(nbs)
         if not one_core:
@@ -122,9 +155,25 @@ def main(book: Path, workers: int = 2) -> int:
             done = [keep(*r) for r in pool.map(execute, nbs, [True] * len(nbs))]
         if not all(done):
             return 1
-    print(f"{n} notebooks in {time.perf_counter() - t0:.0f} s")
+    total = time.perf_counter() - t0
+    print(f"{n} notebooks in {total:.0f} s")
+    if record:
+        after = machine()
+        rec = {
+            "what": "tools/execute_book.py: every notebook of the book executed once",
+            **{k: v for k, v in after.items() if k != "cache_mb"},
+            "cache_mb_before": before["cache_mb"],
+            "cache_mb_after": after["cache_mb"],
+            "total_s": round(total, 1),
+            "seconds": secs_of,
+        }
+        Path(record).write_text(json.dumps(rec, indent=1) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "book")))
+    args = [a for a in sys.argv[1:] if not a.startswith("--record")]
+    rec = next(
+        (a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--record=")), None
+    )
+    sys.exit(main(Path(args[0] if args else "book"), record=rec))
