@@ -57,8 +57,12 @@ def _checked(names: list, X: np.ndarray) -> np.ndarray:
 TOY_EFFECTS = {"bm25": 0.0, "dense": 0.05, "hybrid": 0.1, "rerank": 0.2}
 
 
-def toy_scores(n: int, effects: Mapping = TOY_EFFECTS, seed=0) -> pd.DataFrame:
-    "A questions x systems table of scores in [0, 1] (see the text); `seed`: int/rng."
+def toy_scores(
+    n: int,  # number of questions (rows)
+    effects: Mapping = TOY_EFFECTS,  # {system: its mean's lift over the first}
+    seed: int | np.random.Generator = 0,  # random seed, or a generator to draw from
+) -> pd.DataFrame:
+    "A questions x systems DataFrame of scores in [0, 1] (see the text)."
     rng = np.random.default_rng(seed)
     e = np.asarray(list(effects.values()), dtype=float)
     u = rng.beta(2, 2, (n, 1))
@@ -218,20 +222,21 @@ def _pair_frame(names, means, a, b, d, low, high, c, alpha, method, n):
 
 # %% ../nbs/api/ranking.ipynb #a2fbf882
 def pairwise_intervals(
-    table,
-    alpha: float = 0.05,
-    method: str = "max-t",
-    B: int = 2000,
-    seed=0,
-    bounds=(-1.0, 1.0),
-    judge=None,
-    labeled=None,
+    table: pd.DataFrame | Mapping,  # questions x systems, or {system: values}
+    alpha: float = 0.05,  # the intervals hold together at 1 - alpha
+    method: str = "max-t",  # 'max-t', 'bonferroni', 'unadjusted' or 'ppi'
+    B: int = 2000,  # resamples of the max-t critical value
+    seed: int = 0,  # random seed of the resamples
+    bounds: tuple | None = (-1.0, 1.0),  # the range a difference can take
+    judge: pd.DataFrame | None = None,  # ppi: a judge's scores on every question
+    labeled: list | None = None,  # ppi: positions in `judge` of the human-judged rows
 ) -> pd.DataFrame:
     """Every pair's mean difference, with intervals that hold together at 1 - alpha.
 
-    `table`: questions x systems (DataFrame) or {system: values}; `method`: "max-t",
-    "bonferroni", "unadjusted" (per pair, for comparison) or "ppi" (needs `judge`
-    and `labeled`); `bounds`: the range a difference can take (ends clipped into it)."""
+    Returns a DataFrame, one row per pair (a the better system, b the other): `diff`
+    (a - b), its interval `low`, `high` and `separable` (the interval excludes 0).
+    `method`: "max-t", "bonferroni", "unadjusted" (per pair, for comparison) or
+    "ppi" (needs `judge` and `labeled`)."""
     _check_args(alpha, method, B, judge)
     names, X = _matrix(table)
     bounds = _bounded(X, bounds)
@@ -261,12 +266,15 @@ def _rank_bounds(means, a, b, low, high) -> tuple:
 
 # %% ../nbs/api/ranking.ipynb #4757770f
 def rank_intervals(
-    table, alpha: float = 0.05, method: str = "max-t", **kw
+    table: pd.DataFrame | Mapping,  # questions x systems, or {system: values}
+    alpha: float = 0.05,  # the ranges hold for all systems together at 1 - alpha
+    method: str = "max-t",  # 'max-t', 'bonferroni', 'unadjusted' or 'ppi'
+    **kw,  # more arguments of `pairwise_intervals`
 ) -> pd.DataFrame:
     """Each system's mean, observed rank and the best and worst rank it can hold.
 
-    The ranges hold for all systems together at 1 - alpha; `method` and `kw` go to
-    `pairwise_intervals`. Rows are sorted by mean, best first."""
+    Returns a DataFrame sorted by mean, best first. The ranges hold for all systems
+    together at 1 - alpha; `method` and `kw` go to `pairwise_intervals`."""
     p = pairwise_intervals(table, alpha, method, **kw)
     names, means = list(p.attrs["means"]), np.array(list(p.attrs["means"].values()))
     ix = {s: i for i, s in enumerate(names)}
@@ -284,8 +292,11 @@ def _span(best: int, worst: int) -> str:
     return f"rank {best}" if best == worst else f"ranks {best}-{worst}"
 
 
-def rank_report(ranks: pd.DataFrame) -> str:
-    "A text table of `rank_intervals`: system, mean, rank and the ranks it can hold."
+def rank_report(
+    ranks: pd.DataFrame,  # `rank_intervals`' table
+) -> str:
+    """A text table (a str) of `rank_intervals`: system, mean, rank and the ranks it can
+    hold."""
     level, at = ranks.attrs.get("alpha", 0.05), ranks.attrs.get("simultaneous", True)
     head = f"can hold ({1 - level:.0%}{', all at once' if at else ', per pair'})"
     w = max(6, *(len(str(s)) for s in ranks.index))
@@ -297,8 +308,13 @@ def rank_report(ranks: pd.DataFrame) -> str:
     return "\n".join(lines + ([f"note: {note}"] if note else []))
 
 # %% ../nbs/api/ranking.ipynb #36eee65b
-def plot_ranks(ranks: pd.DataFrame, ax=None, title: str | None = None):
-    "A horizontal bar per system from its best to its worst rank; dots: observed ranks."
+def plot_ranks(
+    ranks: pd.DataFrame,  # `rank_intervals`' table
+    ax: object = None,  # Axes to draw on; None: a new figure
+    title: str | None = None,  # the plot's title
+):
+    """A horizontal bar per system from its best to its worst rank; dots: observed
+    ranks. Returns the matplotlib Axes."""
     import matplotlib.pyplot as plt  # on use: ranking needs no plotting
 
     k = len(ranks)
@@ -337,14 +353,15 @@ def _one_draw(X, truth, mu, method, B, seed) -> tuple:
 
 # %% ../nbs/api/ranking.ipynb #9901721e
 def simulate_coverage(
-    ns=(10, 25, 50),
-    draws: int = 1000,
-    methods=("max-t", "bonferroni", "unadjusted"),
-    effects: Mapping = TOY_EFFECTS,
-    B: int = 2000,
-    seed=0,
+    ns: tuple = (10, 25, 50),  # numbers of questions to simulate
+    draws: int = 1000,  # tables drawn per n
+    methods: tuple = ("max-t", "bonferroni", "unadjusted"),  # methods to measure
+    effects: Mapping = TOY_EFFECTS,  # the systems' true lifts (`toy_scores`)
+    B: int = 2000,  # resamples of the max-t critical value
+    seed: int = 0,  # random seed
 ) -> pd.DataFrame:
-    "Simultaneous coverage, mean width and rank coverage at 95% on `toy_scores` tables."
+    """Simultaneous coverage, mean width and rank coverage at 95% on `toy_scores`
+    tables: a DataFrame, one row per (n, method)."""
     mu = toy_scores(1_000_000, effects, seed=10_000 + int(seed)).to_numpy().mean(0)
     a, b = np.triu_indices(len(mu), 1)
     rows, rng = [], np.random.default_rng(seed)
