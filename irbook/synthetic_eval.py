@@ -286,6 +286,11 @@ def _label_groups(t: pd.DataFrame, names: list, tol: float) -> list:
     return groups
 
 
+def _mean_intervals(c: Comparison) -> pd.DataFrame:
+    "Each run's 95% interval of its mean in `c`: run x (mean_low, mean_high)."
+    return c.table.drop_duplicates("run").set_index("run")[["mean_low", "mean_high"]]
+
+
 def plot_agreement(
     a: Agreement,
     ax=None,
@@ -293,32 +298,50 @@ def plot_agreement(
     short: dict | None = None,
     fontsize: float = 9,
 ):
-    "Human vs synthetic score of every system, one label per point (or group), y = x."
+    "Human vs synthetic mean of every system with 95% intervals, numbered, and y = x."
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
     ax = ax or plt.subplots(figsize=(5, 5))[1]
     t = a.table
-    ax.scatter(t.human, t.synthetic)
-    lo, hi = (
-        min(t.human.min(), t.synthetic.min()),
-        max(t.human.max(), t.synthetic.max()),
+    hi_h, hi_s = _mean_intervals(a.human_top), _mean_intervals(a.synthetic_top)
+    err = [
+        np.abs(np.array([iv.mean_low, iv.mean_high]) - t[col].to_numpy())
+        for iv, col in (
+            (hi_h.reindex(t.index), "human"),
+            (hi_s.reindex(t.index), "synthetic"),
+        )
+    ]
+    ax.errorbar(
+        t.human, t.synthetic, xerr=np.nan_to_num(err[0]), yerr=np.nan_to_num(err[1]),
+        fmt="o", ms=5, lw=0.8, capsize=2, color="tab:blue", ecolor="tab:blue",
+        alpha=0.8,
+    )  # fmt: skip
+    lo = min(
+        t.human.min(),
+        t.synthetic.min(),
+        np.nanmin(hi_h.mean_low),
+        np.nanmin(hi_s.mean_low),
+    )
+    hi = max(
+        t.human.max(),
+        t.synthetic.max(),
+        np.nanmax(hi_h.mean_high),
+        np.nanmax(hi_s.mean_high),
     )
     pad = 0.05 * (hi - lo or 1)
-    names = {n: (short or {}).get(n, n) for n in t.index}
+    number = {n: str(i) for i, n in enumerate(t.index, 1)}
     # systems at (nearly) the same point, e.g. tied at the ceiling, share one label
-    for x, y, group in _label_groups(t, names, 0.08 * (hi - lo or 1)):
+    for x, y, group in _label_groups(t, number, 0.02 * (hi - lo or 1)):
         ax.annotate(
-            "\n".join(group),
-            (x, y),
-            fontsize=fontsize,
-            xytext=(4, -2),
-            textcoords="offset points",
-            va="top",
-        )
+            ",".join(group), (x, y), fontsize=fontsize, xytext=(-5, 5),
+            textcoords="offset points", ha="right", va="bottom", color="0.15",
+        )  # fmt: skip
+    key = "\n".join(f"{number[n]}  {(short or {}).get(n, n)}" for n in t.index)
+    ax.text(1.03, 1, key, transform=ax.transAxes, va="top", fontsize=fontsize)
     ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "--", color="gray", lw=1)
     ax.set_xlabel(f"{metric} on human questions")
     ax.set_ylabel(f"{metric} on synthetic queries")
-    ax.set_title(f"r = {a.r:.2f}, tau = {a.tau:.2f}")
+    ax.set_title(f"r = {a.r:.2f}, tau = {a.tau:.2f} (95% intervals)")
     return ax
 
 # %% ../nbs/api/synthetic_eval.ipynb #d32bb01b
@@ -358,11 +381,11 @@ SHORT = {
 }
 
 
-def plot_agreements(agree: dict, short: dict | None = SHORT, width: float = 6):
+def plot_agreements(agree: dict, short: dict | None = SHORT, width: float = 7):
     "One `plot_agreement` panel per {metric: Agreement}, stacked; returns the figure."
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
-    fig, axes = plt.subplots(len(agree), 1, figsize=(width, 5 * len(agree)))
+    fig, axes = plt.subplots(len(agree), 1, figsize=(width, 4.2 * len(agree)))
     for ax, (m, a) in zip(np.atleast_1d(axes), agree.items()):
         plot_agreement(a, ax, m, short=short)
     fig.tight_layout()
