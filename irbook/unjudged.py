@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,14 +21,21 @@ from irbook.metrics import (
 )
 from .metrics.registry import aggregate
 
+if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
+    import pandas as pd
+
 # %% auto #0
 __all__ = ['MONOTONE', 'condense', 'is_bound', 'fill_holes', 'bounds', 'holes']
 
 # %% ../nbs/api/unjudged.ipynb #8a76a917
 def condense(
-    qrels, run, convention: str = "ranx", make_comparable: bool = False
+    qrels,  # judgments: a dict, DataFrame, `Columns` or ranx Qrels
+    run,  # the ranking, in any of those forms
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval' (ties, gains)
+    make_comparable: bool = False,  # score only the queries both qrels and run hold
 ) -> dict:
-    "`run` with its unjudged documents removed, as `{query: {doc: score}}` (-J)."
+    """`run` with its unjudged documents removed (trec_eval's -J). Returns a dict
+    {query: {doc: score}}, scores n, n-1, ..., 1 in the convention's order."""
     r = to_ranked(qrels, run, make_comparable, keep_ids=True, convention=convention)
     r = drop_unjudged(r)
     n = r.n_retrieved  # scores n, n-1, ..., 1: the convention's order, written out
@@ -43,8 +51,12 @@ MONOTONE = frozenset(  # metrics that never fall when a document's label rises
 )
 
 
-def is_bound(metric: str, convention="ranx") -> bool:
-    "True if `metric`'s lower and upper values bracket every filling of the holes."
+def is_bound(
+    metric: str,  # a metric name, e.g. 'ndcg@10' or 'rbp.8'
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval' (RBP's gains)
+) -> bool:
+    """True if `metric`'s values with the holes judged 0 and judged the top label
+    bracket every filling of the holes (a bool)."""
     name = parse_metric(metric)[0]
     if name == "rbp":  # trec_eval's RBP divides by the query's top label: not monotone
         return get_convention(convention).rbp_gain == "label"
@@ -56,8 +68,13 @@ def _view(param, name: str) -> int:
     return 0 if name in ("rbp", "iprec_at_recall") else int(param)
 
 
-def fill_holes(r: Ranked, label: float, k: int = 0) -> Ranked:
-    "`r` with the unjudged docs in its top `k` judged `label`: they join the qrels."
+def fill_holes(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    label: float,  # the label every hole gets
+    k: int = 0,  # fill the holes of the top k only; 0: the whole run
+) -> Ranked:
+    """`r` with the unjudged docs in its top `k` judged `label`: they join the qrels.
+    Returns a new `Ranked` (`r` itself if it has no holes)."""
     hole = r.retrieved & ~r.judged & r.top(k)
     h = hole.sum(1)
     if not h.any():
@@ -105,16 +122,20 @@ def _extremes(r: Ranked, fn, param, lvl: int, k: int, fill: int, limit: int):
 
 # %% ../nbs/api/unjudged.ipynb #775808cc
 def bounds(
-    qrels,
-    run,
-    metrics,
-    fill: int | None = None,
-    per_query: bool = False,
-    convention: str = "ranx",
-    make_comparable: bool = False,
-    limit: int = 4096,
-):
-    "Each metric's lowest and highest value when its holes get labels 0..`fill`."
+    qrels,  # judgments: a dict, DataFrame, `Columns` or ranx Qrels
+    run,  # the ranking, in any of those forms
+    metrics: str | list,  # a metric name or a list of names
+    fill: int | None = None,  # the highest label a hole may get; None: the top label
+    per_query: bool = False,  # each query's bounds instead of the means
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval' (ties, gains)
+    make_comparable: bool = False,  # score only the queries both qrels and run hold
+    limit: int = 4096,  # most labellings scored per query (non-monotone metrics)
+) -> pd.DataFrame:
+    """Each metric's lowest and highest value when its holes get labels 0..`fill`.
+
+    Returns a DataFrame, one row per metric: `lower`, `upper`, `width` and `bound`
+    (True if the pair brackets every labelling); with `per_query=True` one row per
+    query and columns (metric, 'lower' | 'upper')."""
     import pandas as pd  # on use, as irbook.compare does
 
     names = expand_metrics(metrics)
@@ -151,9 +172,17 @@ def bounds(
 
 # %% ../nbs/api/unjudged.ipynb #44b8a10d
 def holes(
-    qrels, run, k: int = 10, convention: str = "ranx", make_comparable: bool = False
-):
-    "Per query: judged and unjudged docs of the top `k`, first hole, docs to judge."
+    qrels,  # judgments: a dict, DataFrame, `Columns` or ranx Qrels
+    run,  # the ranking, in any of those forms
+    k: int = 10,  # the depth looked at: the top k of each ranking
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval' (ties, gains)
+    make_comparable: bool = False,  # score only the queries both qrels and run hold
+) -> pd.DataFrame:
+    """Per query: judged and unjudged docs of the top `k`, first hole, docs to judge.
+
+    Returns a DataFrame, one row per query: `retrieved`, `judged`, `unjudged`,
+    `relevant`, `judged_share`, `first_hole` (its rank, 0 if none) and `to_judge`
+    (the unjudged doc ids, in rank order)."""
     import pandas as pd  # on use, as irbook.compare does
 
     if not isinstance(k, (int, np.integer)) or k < 1:
