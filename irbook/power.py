@@ -43,8 +43,14 @@ def _queries(n) -> int:
     return int(n)
 
 # %% ../nbs/api/power.ipynb #b5f24063
-def power_t(d: float, n: int, sd: float, alpha: float = 0.05) -> float:
-    "Power of the two-sided paired t-test: true mean difference d, n queries."
+def power_t(
+    d: float,  # the true mean difference
+    n: int,  # number of queries (2 or more)
+    sd: float,  # sd of a per-query difference (`diff_sd`)
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
+) -> float:
+    """Power of the two-sided paired t-test: true mean difference d, n queries. Returns
+    the chance (a float) that the test rejects."""
     from scipy.stats import nct, t  # on use: scipy costs 0.7 s to import
 
     n, sd = _queries(n), _positive(sd, "sd")
@@ -55,8 +61,14 @@ def power_t(d: float, n: int, sd: float, alpha: float = 0.05) -> float:
     return float(nct.sf(crit, df, nc) + (0.0 if math.isnan(far) else far))
 
 # %% ../nbs/api/power.ipynb #00025161
-def mdd(n: int, sd: float, alpha: float = 0.05, power: float = 0.8) -> float:
-    "Minimum detectable difference: the paired t-test finds it with prob. `power`."
+def mdd(
+    n: int,  # number of queries (2 or more)
+    sd: float,  # sd of a per-query difference (`diff_sd`)
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
+    power: float = 0.8,  # the chance of finding the difference wanted
+) -> float:
+    """Minimum detectable difference (a float): the paired t-test finds it with prob.
+    `power` at n queries."""
     from scipy.optimize import brentq  # on use: see power_t
 
     n, sd = _queries(n), _positive(sd, "sd")
@@ -69,9 +81,14 @@ def mdd(n: int, sd: float, alpha: float = 0.05, power: float = 0.8) -> float:
 
 # %% ../nbs/api/power.ipynb #70a7015a
 def n_for(
-    d: float, sd: float, alpha: float = 0.05, power: float = 0.8, n_max: int = 10**9
+    d: float,  # the true mean difference to find
+    sd: float,  # sd of a per-query difference (`diff_sd`)
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
+    power: float = 0.8,  # the chance of finding the difference wanted
+    n_max: int = 10**9,  # give up (inf) above this many queries
 ) -> int | float:
-    "Fewest queries for the paired t-test to find a true difference d (inf if d = 0)."
+    """Fewest queries (an int) for the paired t-test to find a true difference d; inf if
+    d = 0 or above `n_max`."""
     sd, d = _positive(sd, "sd"), abs(float(d))
     _level(alpha, power)
     if d == 0:
@@ -102,23 +119,36 @@ def _matrix(table) -> np.ndarray:
     return x
 
 
-def residual_variance(table) -> float:
-    "Sakai's pooled V_E: residual variance of a two-way ANOVA without replication."
+def residual_variance(
+    table: pd.DataFrame | np.ndarray,  # pilot scores: queries x systems
+) -> float:
+    """Sakai's pooled V_E (a float): residual variance of a two-way ANOVA without
+    replication."""
     x = _matrix(table)
     n, m = x.shape
     r = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0) + x.mean()
     return float((r**2).sum() / ((n - 1) * (m - 1)))
 
 
-def diff_sd(table) -> float:
-    "Spread of a paired difference, from pilot scores (queries x systems): sqrt(2 V_E)."
+def diff_sd(
+    table: pd.DataFrame | np.ndarray,  # pilot scores: queries x systems
+) -> float:
+    """Spread of a paired difference (a float), from pilot scores (queries x systems):
+    sqrt(2 V_E)."""
     return math.sqrt(2 * residual_variance(table))
 
 # %% ../nbs/api/power.ipynb #2c3e6e7b
 def plan(
-    table, diffs=(), n: int | None = None, alpha: float = 0.05, power: float = 0.8
+    table: pd.DataFrame | np.ndarray,  # pilot scores: queries x systems
+    diffs: tuple | list = (),  # differences to find; each gets a row
+    n: int | None = None,  # queries of the planned set; None: the pilot's
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
+    power: float = 0.8,  # the chance of finding the difference wanted
 ) -> pd.DataFrame:
-    "Topic set size design from pilot scores (queries x systems): MDD at n, n per diff."
+    """Topic set size design from pilot scores: the MDD at n, the n for each diff.
+
+    Returns a DataFrame, one row per difference in `diffs` (one row if none): `pilot`,
+    `systems`, `sd`, `n`, `mdd` (at `n`), `diff` and `n_needed` (queries to find it)."""
     import pandas as pd  # on use: see the imports
 
     x = _matrix(table)
@@ -131,8 +161,10 @@ def plan(
     return pd.DataFrame(rows or [dict(row, diff=math.nan, n_needed=math.nan)])
 
 # %% ../nbs/api/power.ipynb #a67d2bcb
-def pilot_diffs(table) -> np.ndarray:
-    "Every pair of systems' per-query differences, each centred on 0, pooled."
+def pilot_diffs(
+    table: pd.DataFrame | np.ndarray,  # pilot scores: queries x systems
+) -> np.ndarray:
+    "Every pair of systems' per-query differences, each centred on 0, pooled: an array."
     x = _matrix(table)
     m = x.shape[1]
     d = [x[:, j] - x[:, k] for j in range(m) for k in range(j + 1, m)]
@@ -172,17 +204,18 @@ def _rejects(x: np.ndarray, test: str, alpha, B, permutations, seed) -> np.ndarr
 
 # %% ../nbs/api/power.ipynb #98e0abaa
 def power_sim(
-    diffs,
-    d: float,
-    n: int,
-    test: str = "bootstrap",
-    alpha: float = 0.05,
-    reps: int = 500,
-    seed=0,
-    B: int = 1000,
-    permutations: int = 1000,
+    diffs: np.ndarray | float,  # pilot differences (`pilot_diffs`) or an sd (normal)
+    d: float,  # the true mean difference added
+    n: int,  # queries per simulated set
+    test: str = "bootstrap",  # 't', 'bootstrap' or 'fisher'
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
+    reps: int = 500,  # simulated evaluation sets
+    seed: int = 0,  # random seed of the simulation
+    B: int = 1000,  # bootstrap resamples (test='bootstrap')
+    permutations: int = 1000,  # random sign flips (test='fisher')
 ) -> float:
-    "Simulated power of `test`: the share of `reps` sets of n queries where it rejects."
+    """Simulated power of `test` (a float): the share of `reps` sets of n queries where
+    it rejects."""
     if test not in SIM_TESTS:
         raise ValueError(f"test must be one of {', '.join(SIM_TESTS)}, got {test!r}")
     _level(alpha, (1 + alpha) / 2)
@@ -199,17 +232,17 @@ def _sd_of(diffs) -> float:
 
 
 def mdd_sim(
-    diffs,
-    n: int,
-    test: str = "bootstrap",
-    alpha: float = 0.05,
-    power: float = 0.8,
-    reps: int = 500,
-    seed=0,
-    tol: float = 1e-3,
-    **kw,
+    diffs: np.ndarray | float,  # pilot differences (`pilot_diffs`) or an sd (normal)
+    n: int,  # queries per simulated set
+    test: str = "bootstrap",  # 't', 'bootstrap' or 'fisher'
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
+    power: float = 0.8,  # the chance of finding the difference wanted
+    reps: int = 500,  # simulated evaluation sets
+    seed: int = 0,  # random seed of the simulation
+    tol: float = 1e-3,  # stop when the bracket is narrower than tol x sd
+    **kw,  # passed on to `power_sim`: `B`, `permutations`
 ) -> float:
-    "Minimum detectable difference of `test` by simulation (bisection on d)."
+    "Minimum detectable difference of `test` by simulation (bisection on d): a float."
     _level(alpha, power)
     n, sd = _queries(n), _sd_of(diffs)
 
@@ -226,17 +259,18 @@ def mdd_sim(
 
 # %% ../nbs/api/power.ipynb #3f82793e
 def n_for_sim(
-    diffs,
-    d: float,
-    test: str = "bootstrap",
-    alpha: float = 0.05,
-    power: float = 0.8,
-    reps: int = 500,
-    seed=0,
-    n_max: int = 100_000,
-    **kw,
+    diffs: np.ndarray | float,  # pilot differences (`pilot_diffs`) or an sd (normal)
+    d: float,  # the true mean difference to find
+    test: str = "bootstrap",  # 't', 'bootstrap' or 'fisher'
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
+    power: float = 0.8,  # the chance of finding the difference wanted
+    reps: int = 500,  # simulated evaluation sets
+    seed: int = 0,  # random seed of the simulation
+    n_max: int = 100_000,  # give up (inf) above this many queries
+    **kw,  # passed on to `power_sim`: `B`, `permutations`
 ) -> int | float:
-    "Fewest queries for `test` to find a true difference d, by simulation (inf if 0)."
+    """Fewest queries (an int) for `test` to find a true difference d, by simulation;
+    inf if d = 0 or above `n_max`."""
     _level(alpha, power)
     d, sd = abs(float(d)), _sd_of(diffs)
     if d == 0:
@@ -259,8 +293,13 @@ def n_for_sim(
     return hi
 
 # %% ../nbs/api/power.ipynb #3daf03f6
-def power_columns(table: pd.DataFrame, alpha: float = 0.05, power: float = 0.8):
-    "A comparison's table with `mdd` (at its n) and `n_needed` (for its diff) added."
+def power_columns(
+    table: pd.DataFrame,  # a comparison's table: `n`, `sd` and `diff`
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
+    power: float = 0.8,  # the chance of finding the difference wanted
+) -> pd.DataFrame:
+    """A comparison's table with `mdd` (at its n) and `n_needed` (for its diff) added: a
+    new DataFrame (NaN where `sd` is 0 or missing, or n < 2)."""
     _level(alpha, power)
     ok = table["sd"].notna() & (table["sd"] > 0) & table["n"].ge(2)
     m = [mdd(int(n), s, alpha, power) if k else math.nan
