@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .core import check_k
-from .metrics import evaluate, parse_metric
+from .metrics import Ranked, evaluate, parse_metric
 from .metrics.registry import AGGREGATES
 
 if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
@@ -23,8 +24,11 @@ __all__ = ['HOLDS_FROM', 'MIN_N', 'BOOTSTRAP_MIN_N', 'POPULATIONS', 'holm', 'res
            'diff_interval', 'coverage', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx', 'four_tools', 'shuffled']
 
 # %% ../nbs/api/stats.ipynb #3307a792
-def holm(p) -> np.ndarray:
-    "Holm's step-down adjusted p-values (family-wise error control), in input order."
+def holm(
+    p: np.ndarray | list,  # p-values, one per test
+) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error control): an array, in
+    input order."""
     p = np.asarray(p, dtype=float)
     if p.ndim != 1 or np.isnan(p).any() or ((p < 0) | (p > 1)).any():
         raise ValueError("p must be a 1-D array of p-values in [0, 1]")
@@ -66,9 +70,12 @@ def _check(B, alpha=0.05):
 
 # %% ../nbs/api/stats.ipynb #d31cbdb2
 def resample_means(
-    scores, B: int = 1000, seed=0, batch: int | None = None
+    scores: np.ndarray | pd.DataFrame,  # per-query scores, or queries x systems
+    B: int = 1000,  # bootstrap resamples
+    seed: int = 0,  # random seed
+    batch: int | None = None,  # resamples drawn at a time; None: ~4M values each
 ) -> np.ndarray:
-    "Means of `B` bootstrap resamples of the queries: (B,) or (B, k)."
+    "Means of `B` bootstrap resamples of the queries: an array, (B,) or (B, systems)."
     a = _as_scores(scores)
     _check(B)
     rng = np.random.default_rng(seed)
@@ -88,18 +95,23 @@ def resample_means(
 class BootstrapCI:
     "A mean with its percentile bootstrap interval [low, high] at level 1 - alpha."
 
-    mean: float
-    low: float
-    high: float
-    alpha: float
-    B: int
-    samples: np.ndarray = field(repr=False, compare=False)
+    mean: float  # the mean of the scores
+    low: float  # the interval's low end
+    high: float  # its high end
+    alpha: float  # level: a 1 - alpha interval
+    B: int  # bootstrap resamples
+    samples: np.ndarray = field(repr=False, compare=False)  # the B resampled means
 
 # %% ../nbs/api/stats.ipynb #3434bbd8
 def bootstrap_ci(
-    scores, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None
+    scores: np.ndarray | pd.Series | list,  # per-query scores
+    B: int = 1000,  # bootstrap resamples
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    seed: int = 0,  # random seed
+    batch: int | None = None,  # resamples drawn at a time; None: ~4M values each
 ) -> BootstrapCI:
-    "Percentile bootstrap confidence interval for the mean of per-query `scores`."
+    """Percentile bootstrap confidence interval for the mean of per-query `scores`: a
+    `BootstrapCI`."""
     a = _as_scores(scores)
     if a.ndim != 1:
         raise ValueError(
@@ -112,13 +124,14 @@ def bootstrap_ci(
 
 # %% ../nbs/api/stats.ipynb #594e83d2
 def bootstrap_table(
-    table: pd.DataFrame,
-    B: int = 1000,
-    alpha: float = 0.05,
-    seed=0,
-    batch: int | None = None,
+    table: pd.DataFrame,  # per-query scores: queries x systems
+    B: int = 1000,  # bootstrap resamples
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    seed: int = 0,  # random seed
+    batch: int | None = None,  # resamples drawn at a time; None: ~4M values each
 ) -> pd.DataFrame:
-    "Bootstrap CIs for every column of a (queries x systems) table, same resamples."
+    """Bootstrap CIs for every column of a (queries x systems) table, same resamples.
+    Returns a DataFrame: `mean`, `low`, `high`, one row per column."""
     import pandas as pd  # on use: see the imports
 
     a = _as_scores(table, "table")
@@ -136,13 +149,13 @@ def bootstrap_table(
 class PairedBootstrap:
     "Mean difference a - b with its bootstrap interval and two-sided share `p`."
 
-    mean: float
-    low: float
-    high: float
-    p: float
-    alpha: float
-    B: int
-    samples: np.ndarray = field(repr=False, compare=False)
+    mean: float  # the mean of a - b
+    low: float  # the interval's low end
+    high: float  # its high end
+    p: float  # two-sided: twice the smaller share of resamples either side of 0
+    alpha: float  # level: a 1 - alpha interval
+    B: int  # bootstrap resamples
+    samples: np.ndarray = field(repr=False, compare=False)  # the B resampled means
 
 # %% ../nbs/api/stats.ipynb #42f7916f
 def _paired(a, b):
@@ -167,9 +180,15 @@ def _paired(a, b):
 
 # %% ../nbs/api/stats.ipynb #8937a71b
 def paired_bootstrap(
-    a, b, B: int = 1000, alpha: float = 0.05, seed=0, batch: int | None = None
+    a: np.ndarray | pd.Series | list,  # per-query scores of one run
+    b: np.ndarray | pd.Series | list,  # the other run's, same queries
+    B: int = 1000,  # bootstrap resamples
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    seed: int = 0,  # random seed
+    batch: int | None = None,  # resamples drawn at a time; None: ~4M values each
 ) -> PairedBootstrap:
-    "Paired percentile bootstrap of mean(a - b) over the same queries."
+    """Paired percentile bootstrap of mean(a - b) over the same queries: a
+    `PairedBootstrap` (Series are aligned on their query ids)."""
     _check(B, alpha)
     d = _paired(a, b)
     m = resample_means(d, B, seed, batch)
@@ -181,8 +200,14 @@ def paired_bootstrap(
     )
 
 # %% ../nbs/api/stats.ipynb #2c75f832
-def randomization_test(a, b, n: int = 10_000, seed=0, batch: int = 1000) -> float:
-    "Two-sided p-value of Fisher's paired randomisation test for mean(a - b)."
+def randomization_test(
+    a: np.ndarray | pd.Series | list,  # per-query scores of one run
+    b: np.ndarray | pd.Series | list,  # the other run's, same queries
+    n: int = 10_000,  # random sign flips
+    seed: int = 0,  # random seed
+    batch: int = 1000,  # sign flips drawn at a time
+) -> float:
+    "Two-sided p-value (a float) of Fisher's paired randomisation test for mean(a - b)."
     d = _paired(a, b)
     check_k(n, "randomization_test", "n")
     rng, observed, hits, done = np.random.default_rng(seed), abs(d.mean()), 0, 0
@@ -201,8 +226,12 @@ MIN_N = 2  # below it no interval: one value has no spread
 BOOTSTRAP_MIN_N = 50  # below it the paired bootstrap rejects too often (test_stats.py)
 
 
-def level_note(test: str, n: int, alpha: float = 0.05) -> str | None:
-    "Why `test` ('t', 'fisher', 'bootstrap') cannot hold `alpha` on n queries, or None."
+def level_note(
+    test: str,  # 't', 'fisher' or 'bootstrap'
+    n: int,  # number of queries
+    alpha: float = 0.05,  # the level the test should hold
+) -> str | None:
+    "Why `test` cannot hold `alpha` on n queries (a str), or None where it can."
     if test == "t" and n < 2:
         return "the t-test needs at least 2 queries"
     if test in ("t", "fisher") and n < HOLDS_FROM:  # `mean_interval`, `diff_interval`
@@ -221,15 +250,21 @@ def level_note(test: str, n: int, alpha: float = 0.05) -> str | None:
     return None
 
 # %% ../nbs/api/stats.ipynb #cf9e844a
-def t_quantile(alpha: float, df) -> float:
-    "Student's t quantile t_{1 - alpha/2, df} (scipy's, imported on use)."
+def t_quantile(
+    alpha: float,  # level: the 1 - alpha/2 quantile
+    df: float,  # degrees of freedom
+) -> float:
+    "Student's t quantile t_{1 - alpha/2, df} (a float; scipy's, imported on use)."
     from scipy.special import stdtrit  # scipy.special: lighter than scipy.stats
 
     return float(stdtrit(df, 1 - alpha / 2))
 
 
-def t_p(t: float, df) -> float:
-    "Two-sided p-value of a t statistic with `df` degrees of freedom."
+def t_p(
+    t: float,  # a t statistic
+    df: float,  # its degrees of freedom
+) -> float:
+    "Two-sided p-value (a float) of a t statistic with `df` degrees of freedom."
     from scipy.special import stdtr
 
     return float(min(1.0, 2 * stdtr(df, -abs(t))))
@@ -239,12 +274,12 @@ def t_p(t: float, df) -> float:
 class Interval:
     "An estimate with its interval at level 1 - alpha, the n and method it came from."
 
-    estimate: float
-    low: float
-    high: float
-    n: int
-    alpha: float = 0.05
-    method: str = "t"  # "score" (bounded metric), "t" (no bounds) or a PPI method
+    estimate: float  # the mean (or difference) estimated
+    low: float  # the interval's low end
+    high: float  # its high end
+    n: int  # the questions it came from
+    alpha: float = 0.05  # level: a 1 - alpha interval
+    method: str = "t"  # 'score' (bounded metric), 't' (no bounds) or a PPI method
     p: float = float("nan")  # two-sided p-value of 'the mean is 0', where tested
     note: str | None = None  # why the interval may not hold its level, or None
 
@@ -262,9 +297,14 @@ class Interval:
 
 # %% ../nbs/api/stats.ipynb #d1a0a9db
 def small_n_note(
-    n: int, holds_from: int, least: int = MIN_N, what="an interval", unit="questions"
-):
-    "None from `holds_from` values on; a note below it; a ValueError below `least`."
+    n: int,  # how many values there are
+    holds_from: int,  # the fewest at which the level was measured
+    least: int = MIN_N,  # fewer than this: a ValueError
+    what: str = "an interval",  # what needs them, for the error message
+    unit: str = "questions",  # what `n` counts, for the messages
+) -> str | None:
+    """None from `holds_from` values on; a note (a str) below it; a ValueError below
+    `least`."""
     if n < least:
         raise ValueError(f"{what} needs at least {least} {unit}, got {n}")
     if n >= holds_from:
@@ -273,9 +313,12 @@ def small_n_note(
 
 
 def floored_var(
-    z: np.ndarray, lo: float, hi: float, floor: bool | None = None
+    z: np.ndarray,  # per-question values
+    lo: float,  # the low end of their range
+    hi: float,  # its high end
+    floor: bool | None = None,  # floor the variance even when the values vary
 ) -> float:
-    "Sample variance (ddof 1); if 0 (or `floor`), at least one far value's."
+    "Sample variance (ddof 1), a float; if 0 (or `floor`), at least one far value's."
     v = float(z.var(ddof=1))
     if v > 0 and not floor:
         return v
@@ -284,8 +327,14 @@ def floored_var(
 
 # %% ../nbs/api/stats.ipynb #cf417ac3
 def score_interval(
-    est: float, var: float, n: int, alpha=0.05, bounds=(0.0, 1.0), at=None, cmax=1.0
-):
+    est: float,  # the estimated mean
+    var: float,  # per-question variance of the estimate
+    n: int,  # number of questions
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    bounds: tuple = (0.0, 1.0),  # the range (low, high) of the values
+    at: float | None = None,  # the value `p` tests; None: no p (NaN)
+    cmax: float | None = 1.0,  # cap on the variance share c; None: no cap
+) -> tuple:
     """`(low, high, p)`: the score interval for a mean `est` of values in `bounds`.
 
     `var`: the per-question variance of the estimate (se^2 = var / n). Wilson's
@@ -312,8 +361,12 @@ def score_interval(
     return min(low, est), max(high, est), p
 
 
-def mean_interval(x, alpha: float = 0.05, bounds=(0.0, 1.0)) -> Interval:
-    """Interval for the mean of per-question values `x` that holds at small n.
+def mean_interval(
+    x: np.ndarray | pd.Series | list,  # per-question values
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    bounds: tuple | None = (0.0, 1.0),  # the metric's range; None: Student's t
+) -> Interval:
+    """An `Interval` for the mean of per-question values `x` that holds at small n.
 
     With `bounds` (the metric's range): `score_interval` on the sample variance
     (floored when the values do not vary); None: Student's t interval."""
@@ -338,7 +391,9 @@ def mean_interval(x, alpha: float = 0.05, bounds=(0.0, 1.0)) -> Interval:
     return Interval(est, low, high, n, alpha, "score", note=note)
 
 # %% ../nbs/api/stats.ipynb #796183ef
-def metric_range(metric: str):
+def metric_range(
+    metric: str,  # a metric name, e.g. 'ndcg@10'
+) -> tuple | None:
     "The range (low, high) of a measure's per-question values, or None if unbounded."
     try:
         name, k, _ = parse_metric(metric)
@@ -351,8 +406,13 @@ def metric_range(metric: str):
     return (0.0, 1.0)
 
 # %% ../nbs/api/stats.ipynb #c48749dc
-def diff_interval(a, b, alpha: float = 0.05, bounds=(-1.0, 1.0)) -> Interval:
-    """Paired interval and p-value for mean(a - b) that hold at small n.
+def diff_interval(
+    a: np.ndarray | pd.Series | list,  # per-query scores of one run
+    b: np.ndarray | pd.Series | list,  # the other run's, same queries
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    bounds: tuple | None = (-1.0, 1.0),  # a difference's range; None: paired t
+) -> Interval:
+    """An `Interval` for mean(a - b), with its p-value, that holds at small n.
 
     `bounds`: the range of a difference (-1, 1 for metrics in [0, 1]); the score
     interval of `mean_interval` on the differences, and the p-value of the same
@@ -397,8 +457,17 @@ POPULATIONS = {  # name: (draw(rng, size), true mean); per-question metric value
 }
 
 
-def coverage(interval, population: str, n: int, draws: int = 1000, seed=0) -> dict:
-    "Share of `draws` samples of n questions whose `interval(x)` holds the true mean."
+def coverage(
+    interval: Callable,  # per-question values -> an `Interval`
+    population: str,  # a key of `POPULATIONS`
+    n: int,  # questions per sample
+    draws: int = 1000,  # samples drawn
+    seed: int = 0,  # random seed
+) -> dict:
+    """Share of `draws` samples of n questions whose `interval(x)` holds the true mean.
+
+    Returns a dict: `population`, `n`, `coverage` (that share), `width` (the mean
+    width) and `zero_width` (the share of intervals with no width)."""
     draw, truth = POPULATIONS[population]
     x = draw(np.random.default_rng(seed), (draws, n))
     ivs = [interval(row) for row in x]
@@ -412,8 +481,14 @@ def coverage(interval, population: str, n: int, draws: int = 1000, seed=0) -> di
     )
 
 # %% ../nbs/api/stats.ipynb #4005bb22
-def ranx_per_query(qrels, run, metrics, make_comparable: bool = False) -> dict:
-    "ranx's per-query scores `{metric: array}` (dicts become ranx objects first)."
+def ranx_per_query(
+    qrels,  # judgments: a dict or ranx Qrels
+    run,  # the ranking: a dict or ranx Run
+    metrics: list,  # metric names ranx knows
+    make_comparable: bool = False,  # score only the queries both sides hold
+) -> dict:
+    """ranx's per-query scores as a dict `{metric: array}` (dicts become ranx objects
+    first)."""
     import ranx  # imported on use: ranx's numba start-up is slow
 
     Q = qrels if isinstance(qrels, ranx.Qrels) else ranx.Qrels(qrels)
@@ -430,8 +505,12 @@ def ranx_per_query(qrels, run, metrics, make_comparable: bool = False) -> dict:
     return {m: np.asarray(out[m], np.float64) for m in metrics}
 
 # %% ../nbs/api/stats.ipynb #b46417d8
-def departs_from_ranx(metric: str, qrels) -> bool:
-    "Where irbook follows trec_eval, not ranx: bpref lacking relevant/judged-0 docs."
+def departs_from_ranx(
+    metric: str,  # a metric name
+    qrels,  # judgments: a dict or ranx Qrels
+) -> bool:
+    """True (a bool) where irbook follows trec_eval, not ranx: bpref on a query lacking
+    relevant or judged-0 docs."""
     name, _, lvl = parse_metric(metric)
     if name != "bpref":
         return False
@@ -444,14 +523,15 @@ def departs_from_ranx(metric: str, qrels) -> bool:
 
 # %% ../nbs/api/stats.ipynb #8bdf3774
 def vs_ranx(
-    qrels,
-    run,
-    metrics,
-    atol: float = 1e-9,
-    make_comparable: bool = False,
-    ranx_scores: dict | None = None,
+    qrels,  # judgments: a dict or ranx Qrels
+    run,  # the ranking: a dict or ranx Run
+    metrics: str | list,  # a metric name or a list
+    atol: float = 1e-9,  # the largest difference let through
+    make_comparable: bool = False,  # score only the queries both sides hold
+    ranx_scores: dict | None = None,  # ranx's `ranx_per_query`, if computed already
 ) -> pd.DataFrame:
-    "Per-query scores of irbook and ranx side by side; AssertionError if they differ."
+    """Per-query scores of irbook and ranx side by side; AssertionError if they differ.
+    Returns a DataFrame with columns ('irbook' | 'ranx', metric)."""
     import pandas as pd  # on use: see the imports
 
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
@@ -475,8 +555,18 @@ def vs_ranx(
     return pd.concat({"irbook": ours, "ranx": theirs}, axis=1)
 
 # %% ../nbs/api/stats.ipynb #62c000ab
-def four_tools(qrels, run, ours, trec, ranx_name=None, irm=None, quiet=False, **kw):
-    "One measure's mean in irbook (both tie rules), ranx, trec_eval and ir_measures."
+def four_tools(
+    qrels: dict,  # judgments {query: {doc: label}}
+    run: dict,  # the run {query: {doc: score}}
+    ours: str,  # irbook's name of the measure
+    trec: str,  # trec_eval's name of it ('ndcg_cut.10')
+    ranx_name: str | None = None,  # ranx's name of it; None: `ours`
+    irm: object = None,  # an ir_measures measure; None: left out
+    quiet: bool = False,  # silence the tools' warnings
+    **kw,  # passed on to pytrec_eval's `RelevanceEvaluator`
+) -> dict:
+    """One measure's mean in irbook (both tie rules), ranx, trec_eval and ir_measures: a
+    dict {tool: mean}."""
     import warnings
 
     import ranx
@@ -503,8 +593,11 @@ def four_tools(qrels, run, ours, trec, ranx_name=None, irm=None, quiet=False, **
     return out
 
 # %% ../nbs/api/stats.ipynb #bfdc5fb5
-def shuffled(r, seed=0):
-    "`r` (a `Ranked`) with every question's candidates in a fresh random order."
+def shuffled(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    seed: int = 0,  # random seed
+) -> Ranked:
+    "`r` with every question's candidates in a fresh random order: a new `Ranked`."
     from dataclasses import replace
 
     perm = np.random.default_rng(seed).permuted(
