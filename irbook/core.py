@@ -3,12 +3,16 @@
 # %% ../nbs/api/core.ipynb #c2b52499
 from __future__ import annotations
 
+import ast
 import hashlib
+import html
 import importlib
+import inspect
 import json
 import math
 import os
 import re
+import textwrap
 import warnings
 from collections import Counter
 from collections.abc import Mapping
@@ -16,13 +20,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+from fastcore.docments import DocmentText, MarkdownRenderer, docments
 from fastcore.xtras import atomic_save
 
 # %% auto #0
 __all__ = ['Docs', 'Queries', 'RunDict', 'QrelsDict', 'text_of', 'as_docs', 'as_queries', 'check_k', 'check_docs',
            'check_queries', 'check_label', 'check_score', 'ranking', 'top', 'restrict', 'QueryMismatch',
            'check_same_queries', 'allowed_rows', 'top_k', 'Retriever', 'Summary', 'write_json', 'digest', 'Settings',
-           'deprecated_names', 'show_bars']
+           'deprecated_names', 'show_bars', 'ParamTableRenderer']
 
 # %% ../nbs/api/core.ipynb #6297915f
 Docs = dict[str, str]  # {doc_id: text}
@@ -354,3 +359,197 @@ def show_bars(progress: bool) -> bool:
     # tqdm reads TQDM_DISABLE only when no `disable=` is passed, and tqdm.auto's
     # notebook bar always passes one (disable=False): so we read it ourselves
     return bool(progress) and not os.environ.get("TQDM_DISABLE")
+
+# %% ../nbs/api/core.ipynb #453f2bad
+def _anno(a) -> str:
+    "An annotation as the source writes it: a str as it is (PEP 563), a class by name."
+    if a is inspect.Parameter.empty:
+        return ""
+    if isinstance(a, str):
+        return a
+    if isinstance(a, type):
+        return a.__name__
+    return re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", inspect.formatannotation(a))
+
+
+def _source_defaults(sym) -> dict:
+    "{parameter: its default as the source writes it}; {} where there is no source."
+    try:
+        src = textwrap.dedent(inspect.getsource(sym))
+        node = ast.parse(src).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return {}
+    if isinstance(node, ast.ClassDef):  # __init__'s arguments, or a dataclass's fields
+        init = [n for n in node.body if getattr(n, "name", "") == "__init__"]
+        if not init:
+            fields = [n for n in node.body if isinstance(n, ast.AnnAssign) and n.value]
+            return {
+                f.target.id: ast.get_source_segment(src, f.value)
+                for f in fields
+                if isinstance(f.target, ast.Name)
+            }
+        node = init[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    a = node.args
+    pos = a.posonlyargs + a.args
+    pairs = list(zip(pos[len(pos) - len(a.defaults) :], a.defaults))
+    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+    return {p.arg: ast.get_source_segment(src, d) for p, d in pairs}
+
+
+def _default(d, src: str | None = None) -> str:
+    "A default as code: as the source writes it, else by its name or a short repr."
+    if d is inspect.Parameter.empty:
+        return ""
+    if src:
+        r = " ".join(src.split())  # a literal written on several lines: on one
+    else:
+        named = inspect.isfunction(d) or inspect.isclass(d)
+        r = d.__name__ if named else repr(d)
+    return r if len(r) <= 40 else r[:39] + "…"
+
+
+def _param(p: inspect.Parameter, src: str | None = None) -> str:
+    "One parameter as PEP 8 writes it: `x: int = 3`, `x=3`, `*args`, `**kw: Any`."
+    star = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
+    s, a, d = star + p.name, _anno(p.annotation), _default(p.default, src)
+    s += f": {a}" if a else ""
+    return s + ((f" = {d}" if a else f"={d}") if d else "")
+
+
+# a cell's style (inline: the site's stylesheet does not style a notebook's output)
+_CELL = "padding: 0.15rem 1rem 0.15rem 0; vertical-align: top; text-align: left"
+
+
+def _td(s: str, code: bool = False, tag: str = "td", nowrap: bool = False) -> str:
+    "`s` as one HTML table cell: escaped, `code` spans kept, or all of it code."
+    s = html.escape(" ".join(str(s).split()), quote=False)
+    if code and s:
+        s = f"<code>{s}</code>"
+    elif not code:
+        s = re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
+    style = _CELL + ("; white-space: nowrap" if nowrap else "")
+    return f'<{tag} style="{style}">{s}</{tag}>'
+
+# %% ../nbs/api/core.ipynb #f9c78664
+class ParamTableRenderer(MarkdownRenderer):
+    """`show_doc`'s Markdown for the Reference: the name, a clean signature, the
+    docstring, then a table of the parameters (type, default, description).
+
+    Set `renderer = irbook.core.ParamTableRenderer` in settings.ini and nbdev's
+    `show_doc` uses it. It renders what nbdev's `BasicMarkdownRenderer` does (the
+    heading and the source link) but takes the docments out of the signature and into
+    the table. nbdev is imported only to find the source link, when a page is rendered,
+    so that `import irbook` never needs it."""
+
+    def __init__(
+        self,
+        sym,  # the function, class or method to document
+        name: str | None = None,  # the heading; None: `sym`'s qualified name
+        title_level: int = 3,  # the heading's level (3: `###`)
+        maxline: int = 110,  # line width of the fallback signature (no `inspect`)
+    ):
+        "Read `sym`'s signature with its annotations as written, and its docstring."
+        if not hasattr(sym, "__signature__"):
+            sym = getattr(sym, "__wrapped__", sym)
+        sym = getattr(sym, "fget", None) or sym  # a property: its getter
+        self.sym, self.title_level, self.maxline = sym, title_level, maxline
+        self.nm = name or getattr(sym, "__qualname__", getattr(sym, "__name__", ""))
+        try:
+            self.sig = inspect.signature(sym)  # no eval: `pd.DataFrame`, not pandas'
+        except (ValueError, TypeError):
+            self.sig = None
+        self.docs = inspect.getdoc(sym) or ""
+        self.defaults = _source_defaults(sym)
+        try:  # the fallback's signature, and the plain-text repr
+            self.dm = DocmentText(sym, maxline=maxline, docstring=False)
+        except Exception:  # nothing inspect can read
+            self.dm = self.nm
+        self.fn = f"{getattr(sym, '__module__', '')}.{self.nm}".lstrip(".")
+
+    def _heading(self) -> str:
+        "A rule, the link to the source (when nbdev finds it) and the name's heading."
+        doc = "---\n\n"
+        try:
+            from nbdev.doclinks import NbdevLookup  # on use: the library needs no nbdev
+
+            src = NbdevLookup().code(self.fn)
+        except Exception:  # no nbdev, or no index of this package's names
+            src = None
+        if src:
+            link = 'target="_blank" style="float:right; font-size:smaller"'
+            doc += f"[source]({src}){{{link}}}\n\n"
+        return doc + f"{'#' * self.title_level} {self.nm}\n\n"
+
+    def signature(self) -> str:
+        "The signature as Python: one parameter a line, without the docments."
+        o, name = self.sym, getattr(self.sym, "__name__", self.nm)
+        if self.sig is None:  # a class inspect cannot read (an exception): its bases
+            return f"class {name}({', '.join(b.__name__ for b in o.__bases__)})"
+        prefix = "class" if inspect.isclass(o) else "def"
+        if inspect.iscoroutinefunction(o):
+            prefix = "async def"
+        ps = [p for n, p in self.sig.parameters.items() if n not in ("self", "cls")]
+        items, seen_star = [], False
+        for i, p in enumerate(ps):
+            if p.kind == p.KEYWORD_ONLY and not seen_star:
+                items.append("*")
+            seen_star |= p.kind in (p.VAR_POSITIONAL, p.KEYWORD_ONLY)
+            items.append(_param(p, self.defaults.get(p.name)))
+            nxt = ps[i + 1].kind if i + 1 < len(ps) else None
+            if p.kind == p.POSITIONAL_ONLY and nxt != p.POSITIONAL_ONLY:
+                items.append("/")
+        ret = _anno(self.sig.return_annotation)
+        tail = f") -> {ret}" if ret else ")"
+        if not items and prefix == "class":
+            return f"class {name}"
+        one = f"{prefix} {name}({', '.join(items)}{tail}"
+        if len(one) <= 60 or not items:
+            return one
+        return "\n".join([f"{prefix} {name}("] + [f"    {s}," for s in items] + [tail])
+
+    def table(self) -> str:
+        """An HTML table: Parameter, Type, Default, Description, and a Returns row (''
+        when there is nothing to list). HTML, not Markdown: the site renders outputs as
+        CommonMark, which has no tables."""
+        if self.sig is None:
+            return ""
+        try:
+            dm = docments(self.sym, full=True, args_kwargs=True)
+        except Exception:  # no source to read comments from
+            dm = {}
+        rows = []
+        for n, p in self.sig.parameters.items():
+            if n in ("self", "cls"):
+                continue
+            star = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
+            doc = (dm.get(n) or {}).get("docment") or ""
+            a, d = _anno(p.annotation), _default(p.default, self.defaults.get(n))
+            name, a = _td(star + n, True, nowrap=True), _td(a, True, nowrap=True)
+            rows.append([name, a, _td(d, True), _td(doc)])
+        ret = _anno(self.sig.return_annotation)
+        rdoc = (dm.get("return") or {}).get("docment") or ""
+        if (ret or rdoc) and not inspect.isclass(self.sym):
+            rows.append([_td("Returns", tag="th"), _td(ret, True), _td(""), _td(rdoc)])
+        if not rows:
+            return ""
+        cols = ("Parameter", "Type", "Default", "Description")
+        head = "<tr>" + "".join(_td(c, tag="th") for c in cols) + "</tr>"
+        body = [f"<tr>{''.join(r)}</tr>" for r in rows]
+        return "\n".join(
+            ['<table class="irbook-params">', f"<thead>{head}</thead>", "<tbody>"]
+            + body
+            + ["</tbody>", "</table>"]
+        )
+
+    def _repr_markdown_(self) -> str:
+        "The heading, the signature, the docstring and the table, as Markdown."
+        if self.sig is None and not inspect.isclass(self.sym):  # a builtin, ...
+            return self._heading() + super()._repr_markdown_()
+        doc = self._heading() + f"```python\n{self.signature()}\n```"
+        if self.docs:  # the first paragraph in italics, as nbdev shows it
+            first, _, rest = self.docs.partition("\n\n")
+            doc += f"\n\n*{' '.join(first.split())}*" + (f"\n\n{rest}" if rest else "")
+        tbl = self.table()
+        return doc + (f"\n\n{tbl}" if tbl else "")
