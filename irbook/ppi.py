@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,11 @@ from irbook.stats import (
     t_quantile,
 )
 
+if TYPE_CHECKING:  # pandas is imported on use; irbook.judges only names a type here
+    import pandas as pd
+
+    from irbook.judges import Judgments
+
 # %% auto #0
 __all__ = ['PPI_FROM', 'PPI_MIN_N', 'RARE', 'FOLDS', 'JUDGES', 'JUDGED_COLUMNS', 'PPIInterval', 'human_interval', 'power_lambda',
            'fold_lambdas', 'ppi_interval', 'ppi_paired', 'judge_intervals', 'simulate_widths', 'judge_values',
@@ -41,9 +47,16 @@ class PPIInterval(Interval):
     """An `irbook.stats.Interval` for a mean metric (or a paired difference) from n
     human-judged questions of N, and the judge's weight `lam`."""
 
-    lam: float = (
-        0.0  # the judge's weight (mean over folds): 0 human-only, 1 classic PPI
-    )
+    # Interval's fields again, to document them here: the same order and defaults
+    estimate: float  # the mean (or difference) estimated
+    low: float  # the interval's low end
+    high: float  # its high end
+    n: int  # human-judged questions
+    alpha: float = 0.05  # level: a 1 - alpha interval
+    method: str = "t"  # 'human', 'ppi' or 'ppi++' (as the functions below make it)
+    p: float = float("nan")  # two-sided p-value of 'the mean is 0', where tested
+    note: str | None = None  # why the interval may not hold its level, or None
+    lam: float = 0.0  # the judge's weight (fold mean): 0 human-only, 1 classic PPI
     N: int = 0  # questions in all (human-judged + judge-only)
 
     def __repr__(self):
@@ -105,9 +118,13 @@ def _note(n: int) -> str | None:
 
 # %% ../nbs/api/ppi.ipynb #504fb2a444614c0babb325280ed9130a
 def human_interval(
-    y, alpha: float = 0.05, N: int | None = None, bounds=(0.0, 1.0)
+    y: np.ndarray | list,  # per-question values under human qrels
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    N: int | None = None,  # questions in all; None: len(y)
+    bounds: tuple | None = (0.0, 1.0),  # the values' range; None: Student's t
 ) -> PPIInterval:
-    "The human-only interval for the mean of `y`: `irbook.stats.mean_interval`."
+    """The human-only interval for the mean of `y` (`irbook.stats.mean_interval`): a
+    `PPIInterval`, method 'human'."""
     _check_alpha(alpha)
     iv = mean_interval(_vec(y, "y"), alpha, bounds)
     n = iv.n
@@ -116,8 +133,14 @@ def human_interval(
     )
 
 # %% ../nbs/api/ppi.ipynb #8a65eabff63a45729fe45fb5ade58bdc
-def power_lambda(y, f_labeled, f_unlabeled, labeled=None) -> float:
-    "PPI++'s weight on the judge: the variance-minimising lambda, clipped to [0, 1]."
+def power_lambda(
+    y: np.ndarray | list,  # human-judged questions' values, human qrels
+    f_labeled: np.ndarray | list,  # the same questions' values, the judge's qrels
+    f_unlabeled: np.ndarray | list,  # the judge's values, other questions (or all N)
+    labeled: np.ndarray | list | None = None,  # where `y` is in `f_unlabeled` (all N)
+) -> float:
+    """PPI++'s weight on the judge (a float): the variance-minimising lambda, clipped to
+    [0, 1]."""
     y, fl, fu = _split(y, f_labeled, f_unlabeled, labeled)
     n, m = len(y), len(fu)
     if n < 2:
@@ -132,8 +155,14 @@ def power_lambda(y, f_labeled, f_unlabeled, labeled=None) -> float:
 FOLDS = 5  # PPI++'s lambda for each fold is fitted on the others
 
 
-def fold_lambdas(y, f_labeled, f_unlabeled, folds: int = FOLDS) -> np.ndarray:
-    "Each human-judged question's lambda, fitted on the other folds' questions only."
+def fold_lambdas(
+    y: np.ndarray | list,  # human-judged questions' values, human qrels
+    f_labeled: np.ndarray | list,  # the same questions' values, the judge's qrels
+    f_unlabeled: np.ndarray | list,  # the judge's values, other questions (or all N)
+    folds: int = FOLDS,  # folds (at least 2, at most n // 2)
+) -> np.ndarray:
+    """Each human-judged question's lambda, fitted on the other folds' questions only:
+    an array."""
     y, fl, fu = _split(y, f_labeled, f_unlabeled)
     k = max(2, min(folds, len(y) // 2))  # at least 2 questions to fit on, per fold
     fold = np.arange(len(y)) % k
@@ -145,17 +174,17 @@ def fold_lambdas(y, f_labeled, f_unlabeled, folds: int = FOLDS) -> np.ndarray:
 
 
 def ppi_interval(
-    y,
-    f_labeled,
-    f_unlabeled,
-    alpha: float = 0.05,
-    method: str = "ppi++",
-    lam: float | None = None,
-    labeled=None,
-    bounds=(0.0, 1.0),
-    folds: int = FOLDS,
+    y: np.ndarray | list,  # human-judged questions' values, human qrels
+    f_labeled: np.ndarray | list,  # the same questions' values, the judge's qrels
+    f_unlabeled: np.ndarray | list,  # the judge's values, other questions (or all N)
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    method: str = "ppi++",  # 'ppi++' (lambda fitted) or 'ppi' (lambda = 1)
+    lam: float | None = None,  # a fixed lambda in [0, 1]; None: by `method`
+    labeled: np.ndarray | list | None = None,  # where `y` is in `f_unlabeled` (all N)
+    bounds: tuple | None = (0.0, 1.0),  # the values' range; None: Student's t
+    folds: int = FOLDS,  # PPI++ fits each fold's lambda on the others
 ) -> PPIInterval:
-    """Prediction-powered interval for the mean metric.
+    """A prediction-powered `PPIInterval` for the mean metric.
 
     `y` and `f_labeled`: the human-judged questions' values under human and judge qrels;
     `f_unlabeled`: the judge's values on the other questions (or on all N, `labeled`
@@ -206,19 +235,20 @@ def ppi_interval(
 
 # %% ../nbs/api/ppi.ipynb #1671c31a24314836a5b85d7ef7fbf015
 def ppi_paired(
-    y_a,
-    y_b,
-    f_labeled_a,
-    f_labeled_b,
-    f_unlabeled_a,
-    f_unlabeled_b,
-    alpha: float = 0.05,
-    method: str = "ppi++",
-    lam: float | None = None,
-    labeled=None,
-    bounds=(-1.0, 1.0),
+    y_a: np.ndarray | list,  # run A's values, human qrels, human-judged questions
+    y_b: np.ndarray | list,  # run B's, the same questions
+    f_labeled_a: np.ndarray | list,  # run A's values, judge's qrels, the same questions
+    f_labeled_b: np.ndarray | list,  # run B's
+    f_unlabeled_a: np.ndarray | list,  # run A's judge values, other questions (or all)
+    f_unlabeled_b: np.ndarray | list,  # run B's
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    method: str = "ppi++",  # 'ppi++', 'ppi' or 'human' (no judge)
+    lam: float | None = None,  # a fixed lambda in [0, 1]; None: by `method`
+    labeled: np.ndarray | list | None = None,  # `y_a`'s rows in `f_unlabeled_a` (all N)
+    bounds: tuple | None = (-1.0, 1.0),  # a difference's range; None: Student's t
 ) -> PPIInterval:
-    "Interval for mean(A) - mean(B): `ppi_interval` (or human-only) on the differences."
+    """A `PPIInterval` for mean(A) - mean(B): `ppi_interval` (or human-only) on the
+    differences."""
     d_y = _vec(y_a, "y_a") - _vec(y_b, "y_b")
     d_l = _vec(f_labeled_a, "f_labeled_a") - _vec(f_labeled_b, "f_labeled_b")
     d_u = _vec(f_unlabeled_a, "f_unlabeled_a") - _vec(f_unlabeled_b, "f_unlabeled_b")
@@ -234,9 +264,15 @@ def ppi_paired(
 
 # %% ../nbs/api/ppi.ipynb #f5a1fa73e5044315a093ec459c9be902
 def judge_intervals(
-    y, f_labeled, f_unlabeled, alpha: float = 0.05, labeled=None, bounds=(0.0, 1.0)
+    y: np.ndarray | list,  # human-judged questions' values, human qrels
+    f_labeled: np.ndarray | list,  # the same questions' values, the judge's qrels
+    f_unlabeled: np.ndarray | list,  # the judge's values, other questions (or all N)
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    labeled: np.ndarray | list | None = None,  # where `y` is in `f_unlabeled` (all N)
+    bounds: tuple | None = (0.0, 1.0),  # the values' range; None: Student's t
 ) -> dict[str, PPIInterval]:
-    "The human-only, classic PPI and PPI++ intervals for one mean, keyed by method."
+    """The human-only, classic PPI and PPI++ intervals for one mean: a dict {method:
+    `PPIInterval`}."""
     y, fl, fu = _split(y, f_labeled, f_unlabeled, labeled)
     return {
         "human": human_interval(y, alpha, N=len(y) + len(fu), bounds=bounds),
@@ -246,13 +282,16 @@ def judge_intervals(
 
 # %% ../nbs/api/ppi.ipynb #a50416e276a0479cbe66534ed1713a40
 def simulate_widths(
-    ns=(25, 50, 100, 200, 400),
-    N: int = 2000,
-    draws: int = 200,
-    seed: int = 0,
-    alpha: float = 0.05,
+    ns: tuple | list = (25, 50, 100, 200, 400),  # numbers of human-judged questions
+    N: int = 2000,  # questions in all
+    draws: int = 200,  # populations drawn per n
+    seed: int = 0,  # random seed
+    alpha: float = 0.05,  # level: a 1 - alpha interval
 ) -> dict:
-    "Mean interval width by n: human-only, PPI++ (good, useless judge), PPI (useless)."
+    """Mean interval width by n: human-only, PPI++ (good, useless judge), PPI (useless).
+
+    Returns a dict of lists, one value per n: `n`, `human`, `good`, `useless` (PPI++)
+    and `useless_ppi` (classic PPI with the useless judge)."""
     rng = np.random.default_rng(seed)
     out = {"n": list(ns), "human": [], "good": [], "useless": [], "useless_ppi": []}
     for n in ns:
@@ -275,8 +314,13 @@ def simulate_widths(
     return out
 
 # %% ../nbs/api/ppi.ipynb #f0e230a4
-def judge_values(y: np.ndarray, kind: str, g) -> np.ndarray:
-    "A simulated judge's values for per-question human values `y` (`JUDGES`)."
+def judge_values(
+    y: np.ndarray,  # per-question human values in [0, 1]
+    kind: str,  # a key of `JUDGES`
+    g: np.random.Generator,  # the random generator
+) -> np.ndarray:
+    """A simulated judge's values (an array) for per-question human values `y`
+    (`JUDGES`)."""
     if kind == "good":
         return np.clip(y + g.normal(0, 0.1, y.shape), 0, 1)
     if kind == "biased":
@@ -296,17 +340,19 @@ JUDGES = {
 
 
 def judge_coverage(
-    population: str,
-    judge: str,
-    n: int,
-    method: str = "ppi++",
-    draws: int = 1000,
-    N: int = 2000,
-    seed=0,
+    population: str,  # a key of `irbook.stats.POPULATIONS`
+    judge: str,  # a key of `JUDGES`
+    n: int,  # human-judged questions
+    method: str = "ppi++",  # 'human', 'ppi' or 'ppi++'
+    draws: int = 1000,  # samples drawn
+    N: int = 2000,  # questions in all
+    seed: int = 0,  # random seed
 ) -> dict:
-    """Coverage and mean width of `method`'s interval ("human", "ppi", "ppi++") on n
-    human-judged of N questions drawn from `irbook.stats.POPULATIONS[population]`,
-    the judge one of `JUDGES`; `draws` draws, seeded."""
+    """Coverage and mean width of `method`'s interval on n human-judged of N questions.
+
+    The questions are drawn from `irbook.stats.POPULATIONS[population]`, the judge is
+    one of `JUDGES`; `draws` draws, seeded. Returns a dict: `population`, `judge`, `n`,
+    `method`, `coverage`, `width` (the mean) and `zero_width` (how many had none)."""
     draw, truth = POPULATIONS[population]
     g = np.random.default_rng(seed)
     hit, width, zero = 0, 0.0, 0
@@ -378,7 +424,11 @@ def _scale(v: np.ndarray) -> str:
     return f"{lo:g} to {hi:g}" if np.all(v == np.round(v)) else f"[{lo:g}, {hi:g}]"
 
 
-def check_judge(human: Mapping, judge: Mapping, judge_cut: float | None = None):
+def check_judge(
+    human: Mapping,  # the human qrels {query: {doc: label}}
+    judge: Mapping,  # the judge's qrels, every question
+    judge_cut: float | None = None,  # label 1 at or above it, else 0; None: as is
+) -> tuple:
     """The judge's qrels on the human qrels' scale, or a ValueError that says why.
 
     With `judge_cut` a judge label becomes 1 at or above it, else 0. Otherwise the
@@ -425,27 +475,28 @@ def _soft_values(name, soft, run, qids, metrics, kw, draws=64, seed=0):
 
 # %% ../nbs/api/ppi.ipynb #3fe594ce085f44f3aca49cab8c9d728f
 def judged_eval(
-    human_qrels,
-    judge_qrels,
-    runs,
-    metrics,
-    alpha: float = 0.05,
-    power_tuned: bool = True,
+    human_qrels: Mapping | Judgments,  # human qrels: the human-judged questions
+    judge_qrels: Mapping | Judgments,  # the judge's qrels: every question
+    runs: Mapping | list,  # one run, {name: run} or a list of named runs
+    metrics: str | list,  # metric names (means over questions)
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    power_tuned: bool = True,  # PPI++ (lambda fitted); False: classic PPI
     *,
-    baseline: str | None = None,
-    pairs: str = "baseline",
-    human_questions=None,
-    convention: str = "ranx",
-    make_comparable: bool = False,
-    judge_cut: float | None = None,
-):
+    baseline: str | None = None,  # the run compared with; None: the first
+    pairs: str = "baseline",  # 'baseline' or 'all' (every pair)
+    human_questions: list | None = None,  # the human-judged ones; None: human_qrels'
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
+    make_comparable: bool = False,  # score only the queries both qrels and run hold
+    judge_cut: float | None = None,  # judge label 1 at or above it, else 0
+) -> pd.DataFrame:
     """Each run's mean metric, PPI(++) and human-only intervals; paired differences.
 
     `human_qrels`: the human-judged questions' qrels; `judge_qrels` (or Judgments):
     every question's, on the human scale (`check_judge`; `judge_cut` maps it) or soft
-    (probabilities); `runs`: one run, a list or `{name: run}`. A table in the shape of
-    irbook.compare's: `mean*` PPI, `human_*` human-only, `diff`/`low`/`high` paired;
-    `attrs["note"]` says when n is below `PPI_FROM`."""
+    (probabilities); `runs`: one run, a list or `{name: run}`. Returns a DataFrame in
+    the shape of irbook.compare's, columns `JUDGED_COLUMNS`, one row per run, baseline
+    (none for a run compared with none) and metric: `mean*` PPI, `human_*` human-only,
+    `diff`/`low`/`high` paired; `attrs["note"]` says when n is below `PPI_FROM`."""
     import pandas as pd  # on use, as irbook.compare does
 
     _check_alpha(alpha)
@@ -539,8 +590,12 @@ def _iv(mean, low, high) -> str:
     return f"{mean:.4f} [{low:.4f}, {high:.4f}]"
 
 
-def judged_report(t, fmt: str = "table") -> str:
-    "A `judged_eval` table as text: which questions humans judged, intervals, verdicts."
+def judged_report(
+    t: pd.DataFrame,  # a `judged_eval` table
+    fmt: str = "table",  # 'table', or 'md', 'latex', 'csv', 'json' (the table)
+) -> str:
+    """A `judged_eval` table as text (a str): which questions humans judged, intervals,
+    verdicts."""
     if (text := table_as(t, fmt)) is not None:
         return text
     if fmt != "table":
