@@ -15,7 +15,7 @@ import re
 import textwrap
 import warnings
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -38,7 +38,10 @@ QrelsDict = dict[
 ]  # {query_id: {doc_id: label}}, 0 = judged irrelevant
 
 # %% ../nbs/api/core.ipynb #ebfe72e8
-def text_of(x, what: str = "text") -> str:
+def text_of(
+    x: str | object,  # a str, or an object with a str `.text`
+    what: str = "text",  # what `x` is, named in the error
+) -> str:
     "The text of a str or of an object with `.text` (ValueError naming `what`)."
     t = x if isinstance(x, str) else getattr(x, "text", None)
     if not isinstance(t, str):
@@ -46,8 +49,11 @@ def text_of(x, what: str = "text") -> str:
     return t
 
 # %% ../nbs/api/core.ipynb #551a2ba1
-def as_docs(docs) -> Docs:
-    "`{doc_id: text}` from `{id: str | object with .text}`."
+def as_docs(
+    docs: Mapping,  # {doc_id: str or an object with `.text`}
+) -> Docs:
+    """A new `{doc_id: text}` dict from `{id: str | object with .text}` (ValueError
+    naming a doc without text)."""
     if not isinstance(docs, Mapping):
         raise ValueError(
             f"docs must be a dict {{doc_id: text}}, got {type(docs).__name__}"
@@ -55,15 +61,22 @@ def as_docs(docs) -> Docs:
     return {i: text_of(d, f"doc {i!r}") for i, d in docs.items()}
 
 # %% ../nbs/api/core.ipynb #c59d2962
-def as_queries(queries) -> Queries:
-    "`{query_id: text}` from a dict or from objects with `.qid` and `.text`."
+def as_queries(
+    queries: Mapping | Iterable,  # {query_id: text}, or objects with `.qid` and `.text`
+) -> Queries:
+    "A new `{query_id: text}` dict from a dict or from objects with `.qid` and `.text`."
     if isinstance(queries, Mapping):
         return {q: text_of(t, f"query {q!r}") for q, t in queries.items()}
     return {q.qid: text_of(q, f"query {q.qid!r}") for q in queries}
 
 # %% ../nbs/api/core.ipynb #fc24a810
-def check_k(k, what: str = "", name: str = "k", none_ok: bool = False):
-    "`k` if it is a positive int (or None when `none_ok`), else a ValueError."
+def check_k(
+    k: int | None,  # the cut-off to check
+    what: str = "",  # the metric or call it belongs to, named in the error
+    name: str = "k",  # the parameter's name in the error
+    none_ok: bool = False,  # accept None (no cut-off)
+) -> int | None:
+    "`k` as an int if it is a positive int (or None when `none_ok`), else a ValueError."
     if none_ok and k is None:
         return k
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -85,8 +98,11 @@ def _check_texts(x, one: str, many: str) -> list:
     return list(x)
 
 # %% ../nbs/api/core.ipynb #66077237
-def check_docs(docs) -> list[str]:
-    "The ids of a valid `{doc_id: text}`, in order (ValueError naming a bad one)."
+def check_docs(
+    docs: Mapping,  # {doc_id: text}
+) -> list[str]:
+    """The ids of a valid `{doc_id: text}` as a list, in order (ValueError naming a bad
+    one)."""
     ids = _check_texts(docs, "doc", "docs")
     for i in ids:
         if not isinstance(i, str):
@@ -94,8 +110,12 @@ def check_docs(docs) -> list[str]:
     return ids
 
 # %% ../nbs/api/core.ipynb #4fe22c68
-def check_queries(queries, k):
-    "Validate `{query_id: text}` and the cut-off `k` (ValueError naming the bad query)."
+def check_queries(
+    queries: Mapping,  # {query_id: text}
+    k: int,  # the cut-off
+) -> None:
+    """Validate `{query_id: text}` and the cut-off `k`: returns None, or raises a
+    ValueError naming the bad query."""
     _check_texts(queries, "query", "queries")
     check_k(k)
 
@@ -110,8 +130,13 @@ def _number(kind: str, what: str, qid, doc, v) -> float:
         ) from None
 
 # %% ../nbs/api/core.ipynb #080ae961
-def check_label(qid, doc, v):
-    "Raise a ValueError naming `qid`/`doc` unless `v` is an integer (negative too)."
+def check_label(
+    qid: str,  # the query, named in the error
+    doc: str,  # the document, named in the error
+    v: object,  # the label to check
+) -> None:
+    """Returns None if `v` is an integer (negative too), else raises a ValueError naming
+    `qid`/`doc`."""
     f = _number("qrels", "label", qid, doc, v)
     if not math.isfinite(f) or f != int(f):
         raise ValueError(
@@ -119,26 +144,41 @@ def check_label(qid, doc, v):
         )
 
 # %% ../nbs/api/core.ipynb #f22d9ea1
-def check_score(qid, doc, v):
-    "Raise a ValueError naming `qid`/`doc` unless `v` is a finite number."
+def check_score(
+    qid: str,  # the query, named in the error
+    doc: str,  # the document, named in the error
+    v: object,  # the score to check
+) -> None:
+    """Returns None if `v` is a finite number, else raises a ValueError naming
+    `qid`/`doc`."""
     if not math.isfinite(_number("run", "score", qid, doc, v)):
         raise ValueError(
             f"run: score of doc {doc!r} in query {qid!r} is not finite: {v!r}"
         )
 
 # %% ../nbs/api/core.ipynb #1dbc8a81
-def ranking(scores: Mapping) -> list:
-    "Doc ids of one query's `{doc_id: score}`, best first, ties by doc id."
+def ranking(
+    scores: Mapping,  # one query's {doc_id: score}
+) -> list:
+    """A list of the doc ids of one query's `{doc_id: score}`, best first, ties by doc
+    id."""
     return [d for d, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))]
 
 # %% ../nbs/api/core.ipynb #cd27118a
-def top(scores: Mapping, k: int | None) -> dict:
-    "The `k` best of one query's `{doc_id: score}` (all if `k` is None), in rank order."
+def top(
+    scores: Mapping,  # one query's {doc_id: score}
+    k: int | None,  # how many to keep; None: all
+) -> dict:
+    """A dict of the `k` best of one query's `{doc_id: score}` (all if `k` is None), in
+    rank order."""
     return {d: scores[d] for d in ranking(scores)[:k]}
 
 # %% ../nbs/api/core.ipynb #23e5edb0
-def restrict(run: Mapping, qids) -> dict:
-    "The run on `qids` only (a missing query gets `{}`)."
+def restrict(
+    run: Mapping,  # {query_id: {doc_id: score}}
+    qids: Iterable,  # the queries to keep, in this order
+) -> dict:
+    "A new run on `qids` only, in their order (a query the run lacks gets `{}`)."
     return {q: dict(run.get(q, {})) for q in qids}
 
 # %% ../nbs/api/core.ipynb #05a899b1
@@ -146,8 +186,12 @@ class QueryMismatch(ValueError, AssertionError):
     "Qrels and run hold different query sets (a ValueError and an AssertionError)."
 
 # %% ../nbs/api/core.ipynb #cfdc249a
-def check_same_queries(qids, rids):
-    "Raise a `QueryMismatch` naming the differences unless `qids` and `rids` agree."
+def check_same_queries(
+    qids: Sequence,  # the qrels' query ids
+    rids: Sequence,  # the run's query ids
+) -> None:
+    """Returns None if `qids` and `rids` hold the same ids, else raises a
+    `QueryMismatch` naming the differences."""
     if len(qids) == len(rids) and set(qids) == set(rids):
         return
     have_q, have_r = set(qids), set(rids)
@@ -173,8 +217,13 @@ def check_same_queries(qids, rids):
     )
 
 # %% ../nbs/api/core.ipynb #0da95561
-def allowed_rows(qid, filter, pos: dict) -> np.ndarray | None:
-    "Row numbers query `qid` may return under `filter` (None = every doc)."
+def allowed_rows(
+    qid: str,  # the query
+    filter: Mapping | None,  # {query_id: doc ids it may return}; None: any doc
+    pos: dict,  # {doc_id: its row in the index}
+) -> np.ndarray | None:
+    """The sorted row numbers (an int64 array) query `qid` may return under `filter`;
+    None when `filter` is None (every doc)."""
     if filter is None:
         return None
     if qid not in filter:
@@ -190,9 +239,14 @@ def allowed_rows(qid, filter, pos: dict) -> np.ndarray | None:
 
 # %% ../nbs/api/core.ipynb #81cf790e
 def top_k(
-    scores: np.ndarray, ids: list, k: int, rows=None, positive_only=False
+    scores: np.ndarray,  # one query's score per indexed doc
+    ids: list,  # the doc id of each row
+    k: int,  # how many to keep
+    rows: np.ndarray | None = None,  # rows it may return (`allowed_rows`); None: all
+    positive_only: bool = False,  # keep only scores above 0
 ) -> dict:
-    "The `k` best `{doc_id: score}` from a score vector, ties by index order."
+    """A dict of the `k` best `{doc_id: score}` from a score vector, best first, ties by
+    index order."""
     idx = np.arange(len(scores)) if rows is None else rows
     s = scores[idx]
     if positive_only:
@@ -288,8 +342,12 @@ class Summary:
         return self.frame().to_string(index=False)
 
 # %% ../nbs/api/core.ipynb #67b5b7e1
-def write_json(path, obj) -> Path:
-    "Write `obj` as JSON to `path` atomically (a crash leaves no partial file)."
+def write_json(
+    path: str | Path,  # the file to write
+    obj: object,  # anything `json.dump` can write
+) -> Path:
+    """Write `obj` as JSON to `path` atomically (a crash leaves no partial file);
+    returns the path as a `Path`."""
     path = Path(path)
     with atomic_save(path, mode="w") as f:
         json.dump(obj, f)
@@ -307,8 +365,10 @@ def _plain(x):
     return x
 
 # %% ../nbs/api/core.ipynb #ce8f6a6f
-def digest(*parts) -> str:
-    "SHA-256 (hex) of `parts` as canonical JSON: the name of a cached artefact."
+def digest(
+    *parts: object,  # settings, versions, names: anything JSON can hold (sets too)
+) -> str:
+    "SHA-256 (a hex str) of `parts` as canonical JSON: the name of a cached artefact."
     blob = json.dumps(_plain(parts), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -337,8 +397,12 @@ class Settings:
         return f"{name}-{self.kind}-{self.digest()[:12]}"
 
 # %% ../nbs/api/core.ipynb #82e3d69d
-def deprecated_names(module: str, renamed: dict):
-    "A module `__getattr__` serving old names `{old: 'pkg.mod.new'}`, with a warning."
+def deprecated_names(
+    module: str,  # the module's name, in the warning
+    renamed: dict,  # {old name: 'package.module.new_name'}
+) -> Callable:
+    """A module `__getattr__` (a function) serving old names `{old: 'pkg.mod.new'}`,
+    with a DeprecationWarning."""
 
     def __getattr__(name):
         if name not in renamed:
@@ -354,8 +418,11 @@ def deprecated_names(module: str, renamed: dict):
     return __getattr__
 
 # %% ../nbs/api/core.ipynb #91531d37
-def show_bars(progress: bool) -> bool:
-    "Show a progress bar? Not if `progress` is off or TQDM_DISABLE is set (the build)."
+def show_bars(
+    progress: bool,  # the caller's `progress` argument
+) -> bool:
+    """Show a progress bar? True unless `progress` is off or TQDM_DISABLE is set (the
+    build)."""
     # tqdm reads TQDM_DISABLE only when no `disable=` is passed, and tqdm.auto's
     # notebook bar always passes one (disable=False): so we read it ourselves
     return bool(progress) and not os.environ.get("TQDM_DISABLE")
