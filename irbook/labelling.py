@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .power import n_for, power_t
 from .ppi import PPIInterval, ppi_interval, ppi_paired
 from .stats import t_quantile
+
+if TYPE_CHECKING:  # pandas is imported on use
+    import pandas as pd
 
 # %% auto #0
 __all__ = ['MIN_FIT', 'SHRINK', 'FOLDS', 'label_probabilities', 'label_next', 'active_interval', 'simulate_active', 'JudgePlan',
@@ -74,9 +78,13 @@ def _error_model(x_lab, e2, u_lab, x_all, u_all) -> np.ndarray:
 
 # %% ../nbs/api/labelling.ipynb #80b85043
 def label_probabilities(
-    f, labeled=None, uncertainty=None, y=None, eta: float = 0.3
+    f: np.ndarray | pd.Series,  # the judge's values on all N questions
+    labeled: np.ndarray | list | None = None,  # the labelled: positions, mask or ids
+    uncertainty: np.ndarray | None = None,  # the judge's uncertainty, one a question
+    y: np.ndarray | list | None = None,  # their human values, in `labeled`'s order
+    eta: float = 0.3,  # the uniform share of the mix, in (0, 1]
 ) -> np.ndarray:
-    """Each question's chance of being the next draw (they sum to 1).
+    """Each question's chance of being the next draw: an array that sums to 1.
 
     `(1 - eta) * s / sum(s) + eta / N`, `s` the judge's expected error on the question:
     sqrt(`uncertainty`), calibrated by the `labeled` questions' (y - f)^2 once there are
@@ -107,12 +115,19 @@ def label_probabilities(
 
 # %% ../nbs/api/labelling.ipynb #81449cc7
 def label_next(
-    f, labeled=None, k: int = 10, uncertainty=None, y=None, seed=0, eta: float = 0.3
-):
-    """The next `k` draws for people to label: a table of `question`, `pi`, `labeled`.
+    f: np.ndarray | pd.Series,  # the judge's values on all N questions
+    labeled: np.ndarray | list | None = None,  # the labelled: positions, mask or ids
+    k: int = 10,  # draws to make
+    uncertainty: np.ndarray | None = None,  # the judge's uncertainty, one a question
+    y: np.ndarray | list | None = None,  # their human values, in `labeled`'s order
+    seed: int = 0,  # random seed
+    eta: float = 0.3,  # the uniform share of the mix, in (0, 1]
+) -> pd.DataFrame:
+    """The next `k` draws for people to label: a DataFrame, one row a draw.
 
-    Drawn with replacement by `label_probabilities` (see there for the arguments); `pi`:
-    each draw's probability, for `active_interval`; `labeled`: has a human label."""
+    Its columns: `question`; `pi`, each draw's probability, for `active_interval`;
+    `labeled`: has a human label. Drawn with replacement by `label_probabilities` (see
+    there for the arguments)."""
     import pandas as pd  # on use, as irbook.ppi does
 
     N = len(_arr(f, "f"))
@@ -163,8 +178,14 @@ def _active(y, f_drawn, pi, fbar: float, N: int, folds: int = FOLDS):
     return est, np.sqrt(Z.var(-1, ddof=1) / n + var_y / N), lam
 
 # %% ../nbs/api/labelling.ipynb #d137982d
-def active_interval(y, f, labeled_idx, pi, alpha: float = 0.05) -> PPIInterval:
-    """Interval for the mean metric from draws made with probabilities `pi`.
+def active_interval(
+    y: np.ndarray | list,  # the human value of each draw
+    f: np.ndarray | pd.Series,  # the judge's values on all N questions
+    labeled_idx: np.ndarray | list,  # each draw's question: a position, or an id
+    pi: np.ndarray | list,  # each draw's probability when drawn
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+) -> PPIInterval:
+    """A `PPIInterval` (method 'active') for the mean metric from draws made with `pi`.
 
     `y`: the human values, one a draw; `f`: the judge's values on all N questions;
     `labeled_idx`: each draw's question (a position, or an id of a Series `f`; one drawn
@@ -219,17 +240,20 @@ def _draws(y, f, u, n: int, draws: int, eta: float, learned: bool, rng):
 
 # %% ../nbs/api/labelling.ipynb #c7d5357c
 def simulate_active(
-    ns=(10, 25, 50, 100),
-    N: int = 2000,
-    sets: int = 100,
-    draws: int = 30,
-    eta: float = 0.3,
-    informative: bool = True,
-    learned: bool = False,
-    alpha: float = 0.05,
-    seed: int = 0,
-):
-    "Coverage and mean width by n: active draws, the estimator on uniform draws, PPI++."
+    ns: tuple | list = (10, 25, 50, 100),  # human labels (draws) per set
+    N: int = 2000,  # questions in a population
+    sets: int = 100,  # populations drawn per n
+    draws: int = 30,  # sets of draws per population
+    eta: float = 0.3,  # the uniform share of the mix, in (0, 1]
+    informative: bool = True,  # the judge's uncertainty follows its error
+    learned: bool = False,  # draw the second half re-fitted on the first
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    seed: int = 0,  # random seed
+) -> pd.DataFrame:
+    """Coverage and mean width by n: active draws, the estimator on uniform ones, PPI++.
+
+    Returns a DataFrame, one row per n: `coverage`, `coverage_ppi`, `width`,
+    `width_uniform`, `width_ppi` and `bias` (of the active estimate)."""
     import pandas as pd  # on use
 
     rng, truth, rows = np.random.default_rng(seed), 0.4, []
@@ -275,8 +299,8 @@ class JudgePlan:
     diff: float  # the difference to find
     N: int  # questions in the study, all with the judge's labels
     pilot: int  # the pilot's human-labelled questions
-    alpha: float = 0.05
-    power: float = 0.8
+    alpha: float = 0.05  # the test's level
+    power: float = 0.8  # the power wanted
 
 # %% ../nbs/api/labelling.ipynb #e148bee0
 _GRID = np.linspace(-6.0, 6.0, 241)  # a standard normal on a grid, for E[delta^2]
@@ -316,15 +340,16 @@ def _n_ppi(diff, cov, var_y, var_fl, var_f, N, alpha, power) -> int | float:
 
 # %% ../nbs/api/labelling.ipynb #fd75789e
 def judge_plan(
-    y,
-    f_labeled,
-    f_unlabeled,
-    diff: float,
-    alpha: float = 0.05,
-    power: float = 0.8,
-    N: int | None = None,
+    y: np.ndarray | list,  # pilot differences A - B, human labels
+    f_labeled: np.ndarray | list,  # the judge's, the same questions
+    f_unlabeled: np.ndarray | list,  # the judge's, the pilot's other questions
+    diff: float,  # the difference to find
+    alpha: float = 0.05,  # the test's level
+    power: float = 0.8,  # the chance of finding `diff`
+    N: int | None = None,  # questions in the study; None: the pilot's
 ) -> JudgePlan:
-    """Human labels needed to find a paired difference `diff`: human-only and PPI++.
+    """Human labels needed to find a paired difference `diff`, human-only and PPI++: a
+    `JudgePlan`.
 
     A pilot of per-question differences A - B: `y` under human labels, `f_labeled` the
     judge's on the same questions, `f_unlabeled` the judge's on the others. `N`: the
@@ -378,16 +403,19 @@ def _found(n: int, N: int, rng, noise: float, method: str = "ppi++") -> bool:
 
 # %% ../nbs/api/labelling.ipynb #46a0d2cf
 def simulate_plan(
-    noises=(0.25, 0.12, 0.06),
-    pilot: int = 30,
-    N: int = 2000,
-    pilots: int = 300,
-    studies: int = 400,
-    alpha: float = 0.05,
-    power: float = 0.8,
-    seed: int = 0,
-):
-    "Achieved power of `judge_plan`'s n, planned from the population and from pilots."
+    noises: tuple | list = (0.25, 0.12, 0.06),  # the judge's noise sd: a row each
+    pilot: int = 30,  # human-labelled questions of a pilot
+    N: int = 2000,  # questions in a study
+    pilots: int = 300,  # pilots drawn
+    studies: int = 400,  # studies simulated (half for human-only)
+    alpha: float = 0.05,  # the test's level
+    power: float = 0.8,  # the power planned for
+    seed: int = 0,  # random seed
+) -> pd.DataFrame:
+    """Achieved power of `judge_plan`'s n, planned from the population and from pilots.
+
+    Returns a DataFrame, one row per noise: `rho`, `n_human`, `n_ppi`, `saved`,
+    `power_human`, `power_ppi`, `pilot_n_ppi` (the pilots' median) and `power_pilot`."""
     import pandas as pd  # on use
 
     rng, rows = np.random.default_rng(seed), []
@@ -437,17 +465,18 @@ def _stratum(y, fl, fu, folds: int = FOLDS):
 
 # %% ../nbs/api/labelling.ipynb #5768be24
 def stratified_ppi(
-    y,
-    f_labeled,
-    f_unlabeled,
-    strata_labeled,
-    strata_unlabeled,
-    alpha: float = 0.05,
+    y: np.ndarray | list,  # human-labelled questions' human values
+    f_labeled: np.ndarray | list,  # their judge values
+    f_unlabeled: np.ndarray | list,  # the judge-only questions' judge values
+    strata_labeled: np.ndarray | list,  # each human-labelled question's stratum
+    strata_unlabeled: np.ndarray | list,  # each judge-only question's stratum
+    alpha: float = 0.05,  # level: a 1 - alpha interval
 ) -> PPIInterval:
     """PPI++ within each stratum, weighted by the stratum's share of all N questions.
 
-    `y`, `f_labeled`, `strata_labeled`: the human-labelled questions' human values,
-    judge values and strata; `f_unlabeled`, `strata_unlabeled`: the judge-only ones'."""
+    Returns a `PPIInterval` (method 'stratified ppi++'). `y`, `f_labeled`,
+    `strata_labeled`: the human-labelled questions' human values, judge values and
+    strata; `f_unlabeled`, `strata_unlabeled`: the judge-only ones'."""
     _check_alpha(alpha)
     y_, fl = _arr(y, "y"), _arr(f_labeled, "f_labeled")
     fu = _arr(f_unlabeled, "f_unlabeled")
@@ -488,9 +517,16 @@ def _strata_population(N: int, rng, differ: bool = True):
 
 # %% ../nbs/api/labelling.ipynb #3c82f475
 def simulate_strata(
-    ns=(10, 20, 40, 80), N: int = 2000, draws: int = 400, differ: bool = True, seed=0
-):
-    "Coverage and mean width of stratified_ppi and PPI++ by n (proportional labels)."
+    ns: tuple | list = (10, 20, 40, 80),  # human labels in all, split by share
+    N: int = 2000,  # questions in a population
+    draws: int = 400,  # populations drawn per n
+    differ: bool = True,  # the judge's bias and noise differ by stratum
+    seed: int = 0,  # random seed
+) -> pd.DataFrame:
+    """Coverage and mean width of stratified_ppi and PPI++ by n (proportional labels).
+
+    Returns a DataFrame, one row per n: `coverage`, `coverage_ppi`, `width`,
+    `width_ppi` and `ratio` (width / width_ppi)."""
     import pandas as pd  # on use
 
     rng, rows = np.random.default_rng(seed), []
