@@ -28,7 +28,12 @@ def test_every_chapter_opens_with_its_setup_cell():
         nb = json.loads(p.read_text(encoding="utf-8"))
         changed, _ = setup_cells.setup_cell(nb, int(p.name[:2]))
         assert not changed, f"{p.name}: run python tools/setup_cells.py --write"
-        first = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        title = next(
+            i
+            for i, c in enumerate(nb["cells"])
+            if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# ")
+        )
+        first = nb["cells"][title + 1]
         assert "".join(first["source"]).startswith(setup_cells.FIRST), p.name
 
 

@@ -32,9 +32,9 @@ def setup_source(chapter: int) -> str:
     lines = [
         f"{FIRST} (a no-op where irbook is installed):",
         "# installs the library and what this chapter imports, from the repository.",
-        "try:",
-        "    import irbook",
-        "except ImportError:",
+        "import importlib.util",
+        "",
+        'if importlib.util.find_spec("irbook") is None:',
         f'    %pip install -q "irbook[{extra(chapter)}] @ {REPO}"',
     ]
     if chapter >= 10:  # in short lines: the page shows 88 columns of code
@@ -57,8 +57,12 @@ def setup_cell(nb: dict, chapter: int) -> tuple[bool, dict]:
                 return False, nb
             c["source"] = want.splitlines(keepends=True)
             return True, nb
-    # after the title cell (and any prose before the first code cell)
-    at = next(i for i, c in enumerate(cells) if c["cell_type"] == "code")
+    # right under the chapter's title
+    at = 1 + next(
+        i
+        for i, c in enumerate(cells)
+        if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("# ")
+    )
     cell = {
         "cell_type": "code",
         "execution_count": None,
