@@ -439,19 +439,27 @@ def _anno(a) -> str:
     return re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", inspect.formatannotation(a))
 
 
-def _source_defaults(sym) -> dict:
-    "{parameter: its default as the source writes it}; {} where there is no source."
+def _source_code(sym) -> dict:
+    """{parameter: (annotation, default)} as the source writes them, and 'return':
+    (annotation, None); {} where there is no source to read."""
     try:
         src = textwrap.dedent(inspect.getsource(sym))
         node = ast.parse(src).body[0]
     except (OSError, TypeError, SyntaxError, IndexError):
         return {}
+
+    def seg(n):  # a node's source on one line (None for no node)
+        return None if n is None else " ".join(ast.get_source_segment(src, n).split())
+
+    def ann(n):  # an annotation, unquoted if the source quotes it
+        return n.value if isinstance(getattr(n, "value", None), str) else seg(n)
+
     if isinstance(node, ast.ClassDef):  # __init__'s arguments, or a dataclass's fields
         init = [n for n in node.body if getattr(n, "name", "") == "__init__"]
         if not init:
-            fields = [n for n in node.body if isinstance(n, ast.AnnAssign) and n.value]
+            fields = [n for n in node.body if isinstance(n, ast.AnnAssign)]
             return {
-                f.target.id: ast.get_source_segment(src, f.value)
+                f.target.id: (ann(f.annotation), seg(f.value))
                 for f in fields
                 if isinstance(f.target, ast.Name)
             }
@@ -460,9 +468,11 @@ def _source_defaults(sym) -> dict:
         return {}
     a = node.args
     pos = a.posonlyargs + a.args
-    pairs = list(zip(pos[len(pos) - len(a.defaults) :], a.defaults))
-    pairs += [(p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
-    return {p.arg: ast.get_source_segment(src, d) for p, d in pairs}
+    pairs = list(zip(pos, [None] * (len(pos) - len(a.defaults)) + a.defaults))
+    pairs += list(zip(a.kwonlyargs, a.kw_defaults))
+    pairs += [(p, None) for p in (a.vararg, a.kwarg) if p]
+    out = {p.arg: (ann(p.annotation), seg(d)) for p, d in pairs}
+    return out | {"return": (ann(node.returns), None)}
 
 
 def _default(d, src: str | None = None) -> str:
@@ -470,17 +480,17 @@ def _default(d, src: str | None = None) -> str:
     if d is inspect.Parameter.empty:
         return ""
     if src:
-        r = " ".join(src.split())  # a literal written on several lines: on one
+        r = src
     else:
         named = inspect.isfunction(d) or inspect.isclass(d)
         r = d.__name__ if named else repr(d)
     return r if len(r) <= 40 else r[:39] + "…"
 
 
-def _param(p: inspect.Parameter, src: str | None = None) -> str:
+def _param(p: inspect.Parameter, src: tuple = (None, None)) -> str:
     "One parameter as PEP 8 writes it: `x: int = 3`, `x=3`, `*args`, `**kw: Any`."
     star = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
-    s, a, d = star + p.name, _anno(p.annotation), _default(p.default, src)
+    s, a, d = star + p.name, src[0] or _anno(p.annotation), _default(p.default, src[1])
     s += f": {a}" if a else ""
     return s + ((f" = {d}" if a else f"={d}") if d else "")
 
@@ -528,7 +538,7 @@ class ParamTableRenderer(MarkdownRenderer):
         except (ValueError, TypeError):
             self.sig = None
         self.docs = inspect.getdoc(sym) or ""
-        self.defaults = _source_defaults(sym)
+        self.code = _source_code(sym)  # annotations and defaults as written
         try:  # the fallback's signature, and the plain-text repr
             self.dm = DocmentText(sym, maxline=maxline, docstring=False)
         except Exception:  # nothing inspect can read
@@ -563,11 +573,12 @@ class ParamTableRenderer(MarkdownRenderer):
             if p.kind == p.KEYWORD_ONLY and not seen_star:
                 items.append("*")
             seen_star |= p.kind in (p.VAR_POSITIONAL, p.KEYWORD_ONLY)
-            items.append(_param(p, self.defaults.get(p.name)))
+            items.append(_param(p, self.code.get(p.name, (None, None))))
             nxt = ps[i + 1].kind if i + 1 < len(ps) else None
             if p.kind == p.POSITIONAL_ONLY and nxt != p.POSITIONAL_ONLY:
                 items.append("/")
-        ret = _anno(self.sig.return_annotation)
+        ret = self.code.get("return", (None,))[0] or _anno(self.sig.return_annotation)
+        ret = "" if prefix == "class" else ret  # a class: __init__'s None is not news
         tail = f") -> {ret}" if ret else ")"
         if not items and prefix == "class":
             return f"class {name}"
@@ -592,10 +603,11 @@ class ParamTableRenderer(MarkdownRenderer):
                 continue
             star = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
             doc = (dm.get(n) or {}).get("docment") or ""
-            a, d = _anno(p.annotation), _default(p.default, self.defaults.get(n))
+            src_a, src_d = self.code.get(n, (None, None))
+            a, d = src_a or _anno(p.annotation), _default(p.default, src_d)
             name, a = _td(star + n, True, nowrap=True), _td(a, True, nowrap=True)
             rows.append([name, a, _td(d, True), _td(doc)])
-        ret = _anno(self.sig.return_annotation)
+        ret = self.code.get("return", (None,))[0] or _anno(self.sig.return_annotation)
         rdoc = (dm.get("return") or {}).get("docment") or ""
         if (ret or rdoc) and not inspect.isclass(self.sym):
             rows.append([_td("Returns", tag="th"), _td(ret, True), _td(""), _td(rdoc)])
