@@ -6,9 +6,13 @@ __all__ = ['FRAME_COLUMNS', 'Columns', 'arrow_numpy', 'numpy_arrow', 'columns_pr
 
 # %% ../../nbs/api/metrics_columns.ipynb #71b34265
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from fastcore.basics import patch
+
+if TYPE_CHECKING:  # annotations only: pyarrow is imported where it is used
+    import pyarrow as pa
 
 # %% ../../nbs/api/metrics_columns.ipynb #2f29e706
 @dataclass
@@ -78,7 +82,10 @@ def _filled(c, null) -> np.ndarray:
     return np.where(bits[at : at + n].astype(bool), x, null)
 
 
-def arrow_numpy(a, null=None) -> np.ndarray:
+def arrow_numpy(
+    a: "pa.Array | pa.ChunkedArray",  # a pyarrow array of numbers, chunked or not
+    null: float | None = None,  # what each null becomes; None: pyarrow's conversion
+) -> np.ndarray:
     "A new numpy array of a pyarrow array (chunked or not) of numbers, without pandas."
     # pyarrow's to_numpy converts through its pandas layer, which imports pandas (0.3 s
     # or more of a command line's start); DLPack hands over the numbers themselves
@@ -95,8 +102,11 @@ def arrow_numpy(a, null=None) -> np.ndarray:
     return np.array(a.to_numpy(zero_copy_only=False))
 
 
-def numpy_arrow(x):
-    "A pyarrow array of numbers (int64 or float64) or strings, without pandas."
+def numpy_arrow(
+    x: np.ndarray | list,  # numbers or strings
+) -> "pa.Array":
+    """A pyarrow array (int64, float64 or string, large_string past 2 GB of text) of
+    `x`, built without pandas."""
     import pyarrow as pa  # imported on use: only the columnar path needs pyarrow
 
     # pa.array(x) asks pyarrow's pandas layer what x is, and that imports pandas;
@@ -163,8 +173,11 @@ def _repeat_row(c: Columns) -> int | None:
     return int(o[dup + 1].min()) if len(dup) else None
 
 
-def columns_problem(c: Columns) -> str | None:
-    "What makes `c` invalid (bad value, repeated pair), naming the row; None if fine."
+def columns_problem(
+    c: Columns,  # the qrels or run to check
+) -> str | None:
+    """What makes `c` invalid (a bad value, a repeated pair), naming the row, as a str;
+    None if it is fine."""
     v = c.values
     bad = ~np.isfinite(v)
     if c.kind == "qrels":  # negative labels are fine: judged as unjudged (trec_eval)
@@ -180,14 +193,21 @@ def columns_problem(c: Columns) -> str | None:
     return None
 
 # %% ../../nbs/api/metrics_columns.ipynb #ab676244
-def plain_int(x: str) -> int:
-    "The integer `x` spells with no sign, space or leading zero; -1 if none."
+def plain_int(
+    x: str,  # a doc id
+) -> int:
+    "The integer `x` spells with no sign, space or leading zero (an int); -1 if none."
     ok = x.isascii() and x.isdigit() and len(x) < 19 and (x == "0" or x[0] != "0")
     return int(x) if ok else -1
 
 
-def list_columns(q: list, d: list, v, kind: str) -> Columns:
-    "Columns of lists of query and doc ids and values: `table_columns` in numpy."
+def list_columns(
+    q: list,  # each row's query id
+    d: list,  # each row's doc id
+    v: list | np.ndarray,  # each row's label or score
+    kind: str,  # 'qrels' or 'run'
+) -> Columns:
+    "`Columns` of lists of query and doc ids and values: `table_columns` in numpy."
     # the same codes as pyarrow's dictionaries (ids in order of appearance), so a small
     # file's Columns are those of the columnar reader without importing pyarrow
     qpos, dpos = {}, {}
@@ -202,8 +222,13 @@ def list_columns(q: list, d: list, v, kind: str) -> Columns:
     return Columns(kind, qcode, qids, dcode, docs, np.asarray(v, np.float64))
 
 
-def table_columns(q, d, v, kind: str) -> Columns:
-    "Columns from pyarrow query and doc id arrays and float values."
+def table_columns(
+    q: "pa.Array | pa.ChunkedArray",  # each row's query id (str)
+    d: "pa.Array | pa.ChunkedArray",  # each row's doc id (str)
+    v: "np.ndarray | pa.ChunkedArray",  # each row's label or score (float)
+    kind: str,  # 'qrels' or 'run'
+) -> Columns:
+    "`Columns` from pyarrow query and doc id arrays and float values."
     qcode, qids = _dictionary_codes(q)  # few queries: a small dictionary
     dcode, docs = _encode_docs(d)
     return Columns(
