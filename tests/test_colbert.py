@@ -1,5 +1,5 @@
-"""Tests for irbook.search.colbert (offline ColBERT with PyLate): cache integrity,
-training data, retriever shape."""
+"""Tests for irbook.search.colbert (the offline stand-in MiniLM-LI with PyLate): cache
+integrity, training data, retriever shape, IRBOOK_COLBERT."""
 
 import hashlib
 import json
@@ -423,3 +423,85 @@ def vectors(cache) -> list:
     return [
         f for f in (cache / "indexes").iterdir() if f.name.endswith("-voyager") is False
     ]
+
+
+# ---- the stand-in's name and the one setting for a real checkpoint (IRBOOK_COLBERT)
+# ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_dirs(tmp_path_factory):
+    "Two tiny stand-ins: one for IRBOOK_COLBERT to point at, one as the default."
+    root = tmp_path_factory.mktemp("standins")
+    return (
+        offline_colbert(TINY, root=root / "pointed", progress=False),
+        offline_colbert(
+            ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3, seed=1),
+            root=root / "default",
+            progress=False,
+        ),
+    )
+
+
+def test_standin_is_named_for_what_it_is(tiny_dirs):
+    from irbook.search.colbert import STANDIN, STANDIN_ABOUT, load_colbert
+
+    assert STANDIN == "MiniLM-LI" and "not ColBERTv2" in STANDIN_ABOUT
+    s = ColBERTSettings()
+    assert f"{s.dim}-d" in STANDIN_ABOUT and f"{s.steps} steps" in STANDIN_ABOUT
+    assert f"{s.n_pairs} pseudo-queries" in STANDIN_ABOUT
+    assert load_colbert(str(tiny_dirs[0])).irbook_name == STANDIN
+
+
+def test_irbook_colbert_folder_is_the_model_loaded(tiny_dirs, tmp_path, monkeypatch):
+    import irbook.search.colbert as cb
+
+    pointed, default = tiny_dirs
+    monkeypatch.setattr(cb, "offline_colbert", lambda **kw: default)
+    monkeypatch.setenv("IRBOOK_CACHE", str(tmp_path))
+    monkeypatch.delenv(cb.COLBERT_ENV, raising=False)
+    plain = ColBERTRetriever(progress=False).index(DOCS)
+    assert plain.model.irbook_identity == cb.model_identity(default)
+    monkeypatch.setenv(cb.COLBERT_ENV, str(pointed))
+    chosen = ColBERTRetriever(progress=False).index(DOCS)
+    assert chosen.model.irbook_identity == cb.model_identity(pointed)
+    assert chosen.key != plain.key  # the index cache tells the two apart
+    assert chosen.key == ColBERTRetriever(str(pointed), progress=False).index(DOCS).key
+    w1, w2 = (r.model[1].linear.weight for r in (chosen, plain))
+    assert not torch.equal(w1, w2)  # really the other model's weights
+
+
+def test_irbook_colbert_hub_name_reaches_pylate(monkeypatch):
+    import pylate.models
+
+    import irbook.search.colbert as cb
+
+    asked = []
+
+    class Hub:
+        def __init__(self, name, device=None, **kw):
+            asked.append((name, device))
+
+    monkeypatch.setattr(pylate.models, "ColBERT", Hub)
+    monkeypatch.setattr(cb, "offline_colbert", lambda **kw: pytest.fail("trained"))
+    monkeypatch.setenv(cb.COLBERT_ENV, cb.ANSWERAI_SMALL)
+    m = cb.load_colbert(device="cpu")
+    assert asked == [(cb.ANSWERAI_SMALL, "cpu")]
+    assert m.irbook_identity == f"hub:{cb.ANSWERAI_SMALL}"
+    assert m.irbook_name == cb.ANSWERAI_SMALL
+
+
+def test_hub_out_of_reach_names_the_setting(monkeypatch):
+    import pylate.models
+
+    import irbook.search.colbert as cb
+
+    def offline(name, **kw):
+        raise OSError("We couldn't connect to 'https://huggingface.co'")
+
+    monkeypatch.setattr(pylate.models, "ColBERT", offline)
+    monkeypatch.setenv(cb.COLBERT_ENV, cb.COLBERTV2)
+    with pytest.raises(OSError, match=r"set by IRBOOK_COLBERT.*unset it.*MiniLM-LI"):
+        cb.load_colbert(device="cpu")
+    monkeypatch.delenv(cb.COLBERT_ENV)
+    with pytest.raises(OSError, match=r"load_colbert\(None\) \(MiniLM-LI\)") as e:
+        cb.load_colbert(cb.COLBERTV2, device="cpu")
+    assert "IRBOOK_COLBERT" not in str(e.value)
