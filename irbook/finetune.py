@@ -33,6 +33,7 @@ from irbook.search.dense import (
     MINILM,
     DenseRetriever,
     Encoder,
+    pick_device,
     resolve_model,
 )
 from .search.fulltext import chapter_filter
@@ -258,8 +259,14 @@ def training_set(
     return pairs, summary
 
 # %% ../nbs/api/finetune.ipynb #abc3f057
-def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) -> dict:
-    "Fine-tune `s.base` on `pairs` with (Cached)MNRL, seeded; saved to `out`."
+def train(
+    s: FinetuneSettings,
+    pairs: pd.DataFrame,
+    out,
+    progress: bool = True,
+    device: str | None = None,
+) -> dict:
+    "Fine-tune `s.base` on `pairs` with (Cached)MNRL, seeded, on `pick_device(device)`."
     import torch
     import transformers
     from datasets import Dataset
@@ -279,8 +286,14 @@ def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) 
         raise ValueError(f"loss must be 'mnrl' or 'cached', got {s.loss!r}")
     if len(pairs) < 2:
         raise ValueError(f"need at least 2 training pairs, got {len(pairs)}")
+    device = pick_device(device)
+    if device.startswith("cuda:") and device != "cuda:0":
+        raise ValueError(
+            f"fine-tuning runs on the first visible GPU (the trainer's rule), not "
+            f"{device}: choose it with CUDA_VISIBLE_DEVICES={device[5:]} instead"
+        )
     transformers.set_seed(s.seed)
-    model = SentenceTransformer(resolve_model(s.base), device="cpu")
+    model = SentenceTransformer(resolve_model(s.base), device=device)
     model.max_seq_length = s.max_seq_length
     cols = ["anchor", "positive"] + (["negative"] if "negative" in pairs else [])
     data = Dataset.from_dict({c: list(pairs[c]) for c in cols})
@@ -305,9 +318,11 @@ def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) 
             save_strategy="no",
             report_to="none",
             logging_steps=1,
-            use_cpu=True,
+            use_cpu=device == "cpu",  # else the trainer takes cuda:0 or mps
             disable_tqdm=not show_bars(progress),
         )
+        if device != "cpu" and args.n_gpu > 1:
+            args._n_gpu = 1  # one GPU, not DataParallel: one device's batches
         # the trainer's model card draws a "Computing widget examples" bar with
         # tqdm.autonotebook, which in Jupyter ignores TQDM_DISABLE: pass it ours
         bar = partial(model_card.tqdm, disable=not show_bars(progress))
@@ -333,6 +348,7 @@ def train(s: FinetuneSettings, pairs: pd.DataFrame, out, progress: bool = True) 
         "losses": losses,
         "pairs": len(pairs),
         "torch_threads": torch.get_num_threads(),
+        "device": device,
     }
 
 # %% ../nbs/api/finetune.ipynb #9baaa125
@@ -344,6 +360,7 @@ def finetuned_model(
     questions: list | None = None,
     chunks: dict | None = None,
     pairs: pd.DataFrame | None = None,
+    device: str | None = None,
 ) -> Path:
     "The model fine-tuned with `s` (on `pairs` if given): cached, else trained."
     s = s or FinetuneSettings()
@@ -352,6 +369,8 @@ def finetuned_model(
         key = digest(key, pairs.to_dict("list"))
         name = f"{name.rsplit('-', 1)[0]}-pairs-{key[:12]}"
     folder = Path(root) if root else cache_dir() / "models" / name
+    # never the device in the key: a model trained on a GPU serves a CPU and back (the
+    # log records where it was trained; a GPU's weights differ from a CPU's by rounding)
 
     def build(tmp: Path):
         summary = Summary()
@@ -360,7 +379,7 @@ def finetuned_model(
         else:
             data = pairs
             summary.add("pairs", "training pairs (given)", len(data))
-        log = train(s, data, tmp, progress)
+        log = train(s, data, tmp, progress, device)
         counts = summary.frame().drop(columns="example").to_dict("records")
         (tmp / "irbook-train.json").write_text(
             json.dumps(
