@@ -151,6 +151,27 @@ def test_config_from_env_and_args(monkeypatch):
         llm_config(base_url="localhost:8000")
 
 
+def test_endpoint_reached_through_the_environment_alone(monkeypatch, tmp_path):
+    "The documented setting: the three IRBOOK_LLM_* variables, and no argument at all."
+    good = (
+        "What sets the size of a gradient descent step?",
+        "The learning rate.",
+        ["The size of that step is set by the learning rate"],
+    )
+    monkeypatch.setenv("IRBOOK_CACHE", str(tmp_path))  # the client's default cache
+    with FakeServer([ok(qa_reply(good))]) as s:
+        monkeypatch.setenv("IRBOOK_LLM_BASE_URL", s.url + "/")
+        monkeypatch.setenv("IRBOOK_LLM_MODEL", "stand-in-model")
+        monkeypatch.setenv("IRBOOK_LLM_API_KEY", "sk-from-env")
+        client = LLMClient()  # nothing passed: the environment decides
+        pairs, summary = generate_qa({"p1": PAGE}, client, progress=False)
+    assert [(p.question, p.page) for p in pairs] == [(good[0], "p1")]
+    (r,) = s.requests
+    assert r["path"] == "/v1/chat/completions" and r["auth"] == "Bearer sk-from-env"
+    assert r["body"]["model"] == "stand-in-model"
+    assert list((tmp_path / "llm").rglob("*.json"))  # the reply cached by default
+
+
 def test_success_request_shape(client_for):
     reply = qa_reply(
         (
