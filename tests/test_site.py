@@ -431,6 +431,8 @@ def test_every_chapter_shows_answers_and_folded_solutions():
         folded = exercises.select("div.cell.tag_hide-cell")
         if not folded or not all(c.select("details") for c in folded):
             missing.append((p.name, "solutions folded behind a toggle"))
+        elif "Solution to exercise 1" not in exercises.get_text(" "):
+            missing.append((p.name, "a toggle that says 'Solution to exercise N'"))
     assert not missing, missing
 
 

@@ -17,6 +17,9 @@
 - On a reference page (a notebook under nbs/api/), a cell exported by nbdev
   (`#| export`, `#| exports`) is folded: the reader sees a "Source" toggle and the
   `show_doc` output below it, the API documentation; the source is one click away.
+- A folded solution (`hide-cell`, first line `# Exercise N: ...`) shows "Solution to
+  exercise N" on its toggle; a chapter's folded set-up cell (tools/setup_cells.py) says
+  so on its own.
 - static/irbook.css sizes code so that 88 columns fit the article at the default page
   width.
 """
@@ -97,6 +100,7 @@ class CleanCellSources(Transform):
                 if reference and is_exported(block.astext()):
                     fold(cell)
                 code = strip_directives(block.astext())
+                name_toggle(cell, code)
                 if not code.strip() or only_show_doc(code):
                     if code.strip():
                         _index_show_doc(self.document, cell)
@@ -113,6 +117,22 @@ def fold(cell):
         cell["classes"].append("tag_hide-input")
     if cell["hide_mode"] == "input":  # a cell tagged hide-input in the notebook too
         cell["prompt_show"], cell["prompt_hide"] = "Source", "Hide source"
+
+
+EXERCISE = re.compile(r"^# Exercise (\d+):")
+SETUP = "# Set-up on Colab"  # tools/setup_cells.py writes it
+
+
+def name_toggle(cell, code: str):
+    "A folded solution or set-up cell says what it holds on its toggle."
+    if not cell.get("hide_mode"):
+        return
+    if m := EXERCISE.match(code):
+        cell["prompt_show"] = f"Solution to exercise {m.group(1)}"
+        cell["prompt_hide"] = "Hide the solution"
+    elif code.startswith(SETUP):
+        cell["prompt_show"] = "Set-up for Colab, Binder or a fresh machine"
+        cell["prompt_hide"] = "Hide the set-up"
 
 
 class FigureAlts(Transform):
