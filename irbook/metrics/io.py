@@ -9,6 +9,7 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,8 +39,12 @@ _MAGIC = {  # suffix: (its format, the first bytes of such a file)
 }
 
 
-def compression_of(path, head: bytes = b"") -> str | None:
-    "The compression suffix of `path` (by its name, else its first bytes `head`)."
+def compression_of(
+    path: str | Path,  # the file
+    head: bytes = b"",  # its first bytes, when its name does not tell
+) -> str | None:
+    """The compression suffix of `path` ('.gz', '.bz2', '.xz', ...) by its name, else by
+    its first bytes `head`; None if it is not compressed."""
     if (suffix := Path(path).suffix) in _MAGIC:
         return suffix
     for suffix, (_, magic) in _MAGIC.items():
@@ -84,14 +89,20 @@ def _stamp(f) -> tuple | None:
     return (s.st_size, s.st_mtime_ns) if stat.S_ISREG(s.st_mode) else None
 
 
-def file_stamp(path) -> tuple | None:
-    "(size, modification time) of the regular file `path`; None for a pipe or a device."
+def file_stamp(
+    path: str | Path,  # the file
+) -> tuple | None:
+    """(size, modification time in ns) of the regular file `path`, a tuple; None for a
+    pipe or a device."""
     s = os.stat(path)
     return (s.st_size, s.st_mtime_ns) if stat.S_ISREG(s.st_mode) else None
 
 
-def file_changed(path) -> ValueError:
-    "The error of a file that grew or was rewritten while it was read."
+def file_changed(
+    path: str | Path,  # the file, named in the message
+) -> ValueError:
+    """The ValueError (returned, not raised) of a file that grew or was rewritten while
+    it was read."""
     return ValueError(
         f"{path}: the file changed while it was read: score a copy that is not being "
         "written to"
@@ -120,7 +131,10 @@ def _source(path):
             raise file_changed(path)
 
 
-def read_bytes(path, progress: bool | None = None) -> bytes:
+def read_bytes(
+    path: str | Path,  # the file (compressed or not)
+    progress: bool | None = None,  # a bar for a big file; None: if stderr is a terminal
+) -> bytes:
     "The whole file (decompressed) as bytes, without a BOM; a bar if it is big."
     path = Path(path)
     with _source(path) as (f, raw, _):
@@ -302,7 +316,11 @@ def _parquet_columns(path, kind: str) -> Columns:
         raise ValueError(f"{path}: {e}") from None
 
 # %% ../../nbs/api/metrics_io.ipynb #1c5d6d9b
-def read_columns(path, kind: str, progress: bool | None = None) -> Columns:
+def read_columns(
+    path: str | Path,  # a TREC file (compressed or not) or a .parquet
+    kind: str,  # 'qrels' or 'run'
+    progress: bool | None = None,  # a bar for a big file; None: if stderr is a terminal
+) -> Columns:
     "A TREC (.gz allowed) or parquet qrels or run file as `Columns`, all lines checked."
     if kind not in _TREC:
         raise ValueError(f"kind must be 'qrels' or 'run', got {kind!r}")
@@ -324,8 +342,13 @@ def _read_upto(f, size: int) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def read_blocks(path, size: int = _BLOCK, cut=None):
-    "The text of `path` (decompressed) in blocks of whole lines (`cut`: fewer of them)."
+def read_blocks(
+    path: str | Path,  # the file (compressed or not)
+    size: int = _BLOCK,  # bytes of text to read at a time
+    cut: Callable | None = None,  # `cut(data, end)`: where the block ends instead
+) -> Iterator[bytes]:
+    """A generator of the text of `path` (decompressed, bytes) in blocks of whole lines
+    (`cut`: fewer of them)."""
     path, size = Path(path), max(int(size), len(_BOM))  # the mark is read whole
     with _source(path) as (f, raw, stamp):
         rest, start = b"", True
@@ -344,13 +367,21 @@ def read_blocks(path, size: int = _BLOCK, cut=None):
         yield rest  # a last line without a line end
 
 
-def parse_block(data: bytes, path, kind: str, first: int = 1) -> Columns | None:
-    "Columns of a block of whole lines (line `first` on); None if it holds none."
+def parse_block(
+    data: bytes,  # a block of whole lines
+    path: str | Path,  # the file it comes from, named in errors
+    kind: str,  # 'qrels' or 'run'
+    first: int = 1,  # the file's line number of the block's first line
+) -> Columns | None:
+    "`Columns` of a block of whole lines (line `first` on); None if it holds none."
     return _fast(data, kind) or _line_columns(data, path, kind, first, True)
 
 # %% ../../nbs/api/metrics_io.ipynb #40e008a3
-def run_tag(path) -> str | None:
-    "The run tag (sixth field) of a TREC run's first result line; None if it has none."
+def run_tag(
+    path: str | Path,  # a TREC run file
+) -> str | None:
+    """The run tag (sixth field, a str) of a TREC run's first result line; None if it
+    has none."""
     for block in read_blocks(path, 1 << 16):
         for line in block.splitlines():
             fields = line.split()
@@ -359,8 +390,11 @@ def run_tag(path) -> str | None:
     return None
 
 # %% ../../nbs/api/metrics_io.ipynb #a609f92b
-def read_qrels(path) -> dict:
-    "A TREC qrels file (.gz allowed) as `{query: {doc: label}}`, every line checked."
+def read_qrels(
+    path: str | Path,  # a TREC qrels file (.gz and the like allowed)
+) -> dict:
+    """A TREC qrels file (.gz allowed) as a dict `{query: {doc: label}}`, every line
+    checked."""
     return read_columns(path, "qrels").to_dict()
 
 # %% ../../nbs/api/metrics_io.ipynb #63989e9e
@@ -392,8 +426,11 @@ def _ranx_run(path) -> dict:
     return run
 
 
-def read_run(path) -> dict:
-    "A TREC (.gz allowed) or ranx .lz4/.json run file as `{query: {doc: score}}`."
+def read_run(
+    path: str | Path,  # a TREC run file, or ranx's .lz4 or .json
+) -> dict:
+    """A TREC (.gz allowed) or ranx .lz4/.json run file as a dict `{query: {doc:
+    score}}`."""
     path = Path(path)
     if path.suffix in (".lz4", ".json"):
         return _ranx_run(path)
