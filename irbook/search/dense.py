@@ -74,7 +74,9 @@ def _devices(torch) -> list[str]:
     return here
 
 
-def pick_device(want: str | None = None) -> str:
+def pick_device(
+    want: str | None = None,  # cpu, cuda, cuda:N, mps; None: IRBOOK_DEVICE or the rule
+) -> str:
     "The device for a model: `want`, else $IRBOOK_DEVICE, else cuda, mps or cpu."
     import torch  # heavy: imported only when a model is about to be loaded
 
