@@ -26,16 +26,13 @@ class Ranked:
     rel: np.ndarray
     # (n_q, depth) bool: the doc at that rank is in the qrels (any label, including 0)
     judged: np.ndarray
-    retrieved: (
-        np.ndarray
-    )  # (n_q, depth) bool: a real retrieved doc at that rank (False = padding)
-    ideal: (
-        np.ndarray
-    )  # (n_q, m) float64: each query's qrels labels sorted descending, 0-padded
+    # (n_q, depth) bool: a real retrieved doc at that rank (False = padding)
+    retrieved: np.ndarray
+    # (n_q, m) float64: each query's qrels labels sorted descending, 0-padded
+    ideal: np.ndarray
     n_judged: np.ndarray  # (n_q,) int: number of qrels entries (any label) per query
-    doc_ids: np.ndarray | None = (
-        None  # (n_q, depth) object: doc id at each rank (only with `keep_ids=True`)
-    )
+    # (n_q, depth) object: doc id at each rank (only with `keep_ids=True`)
+    doc_ids: np.ndarray | None = None
     convention: Convention = RANX  # the rules the metrics follow (rank order applied)
 
     @property
@@ -393,8 +390,13 @@ def _inputs(qrels, run, make_comparable: bool) -> tuple:
     return _from_dicts(qrels, run), passes
 
 # %% ../../nbs/api/metrics_join.ipynb #d1e2f3a6
-def apply_query_rule(j: Joined, c: Convention, make_comparable: bool) -> Joined:
-    "`j` with the queries convention `c` scores; QueryMismatch where it refuses."
+def apply_query_rule(
+    j: Joined,  # qrels and run matched
+    c: Convention,  # the convention whose query rule applies
+    make_comparable: bool,  # the qrels' queries only; one the run lacks: empty
+) -> Joined:
+    """`j` (a `Joined`) on the queries convention `c` scores; raises a QueryMismatch
+    where `c` refuses the two query sets."""
     if make_comparable:  # every qrels query; an absent one is an empty ranking
         return j
     if c.queries == "same":  # ranx: both sides must hold the same queries
@@ -409,13 +411,13 @@ def apply_query_rule(j: Joined, c: Convention, make_comparable: bool) -> Joined:
 
 # %% ../../nbs/api/metrics_join.ipynb #5ad39de9
 def to_ranked(
-    qrels,
-    run,
-    make_comparable: bool = False,
-    keep_ids: bool = False,
-    convention: str | Convention = "ranx",
-    ties: str | None = None,
-    widths: tuple | None = None,
+    qrels: object,  # {q: {doc: label}}, ranx Qrels, a table, Columns, a dataset
+    run: object,  # {q: {doc: score}}, ranx Run, a table or Columns
+    make_comparable: bool = False,  # the qrels' queries only; one the run lacks: empty
+    keep_ids: bool = False,  # keep the doc id at each rank (`Ranked.doc_ids`)
+    convention: str | Convention = "ranx",  # a convention's name, or a `Convention`
+    ties: str | None = None,  # the old name of a convention: 'ranx' or 'trec_eval'
+    widths: tuple | None = None,  # (depth, judgements): pad the arrays to these widths
 ) -> Ranked:
     "Validated `qrels` and `run` as a `Ranked`, ranked as `convention` says."
     c = get_convention(convention, ties)
