@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import tempfile
 import zlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,6 +34,9 @@ from irbook.metrics.registry import (
     score_ranked,
 )
 
+if TYPE_CHECKING:  # annotations only: pandas is imported where it is used
+    import pandas as pd
+
 # %% auto #0
 __all__ = ['MEMORY', 'block_size', 'query_blocks', 'select_queries', 'NotGrouped', 'spill', 'spilled', 'evaluate_file']
 
@@ -40,8 +45,11 @@ MEMORY = 512 * 2**20  # bytes a batch may use while it is scored (the default se
 _PER_BYTE = 12  # bytes of working memory per byte of run text (bench/streaming.py)
 
 
-def block_size(memory: int = MEMORY) -> int:
-    "Bytes of run text read at a time so that scoring a batch stays within `memory`."
+def block_size(
+    memory: int = MEMORY,  # bytes a batch may use while it is scored
+) -> int:
+    """Bytes of run text read at a time (an int, at least 256) so that scoring a batch
+    stays within `memory`."""
     return max(int(memory) // _PER_BYTE, 256)  # tiny ones too: tests cut queries
 
 # %% ../../nbs/api/metrics_stream.ipynb #fa56e733
@@ -60,16 +68,24 @@ def _tail(data: bytes, end: int) -> int:
     return 0
 
 # %% ../../nbs/api/metrics_stream.ipynb #6f546123
-def query_blocks(path, size: int, lines: bool = True):
-    "(text, first line number) of `path` in blocks of whole queries (~`size` bytes)."
+def query_blocks(
+    path: str | Path,  # a TREC run, written query by query
+    size: int,  # about how many bytes of text a block holds
+    lines: bool = True,  # count line numbers (False: None for each)
+) -> Iterator[tuple]:
+    """A generator of (text, first line number) of `path` in blocks of whole queries
+    (~`size` bytes)."""
     line = 1
     for text in read_blocks(path, size, _tail):
         yield text, line if lines else None
         line += text.count(b"\n") if lines else 0
 
 # %% ../../nbs/api/metrics_stream.ipynb #459b7ef7
-def select_queries(c: Columns, keep: np.ndarray) -> Columns:
-    "The rows of `c` whose query is kept (`keep`: one bool per `c.qids`)."
+def select_queries(
+    c: Columns,  # a qrels or run
+    keep: np.ndarray,  # one bool per `c.qids`
+) -> Columns:
+    "New `Columns`: the rows of `c` whose query is kept (`c` itself if all are)."
     if keep.all():
         return c
     rows = keep[c.qcode]
@@ -139,8 +155,15 @@ def _head(path) -> bytes:
         return f.read(16)
 
 
-def spill(path, size: int, folder: Path, seen: dict, name=None) -> list:
-    "Spread the lines of `path` over files of whole queries, about `size` bytes each."
+def spill(
+    path: Path,  # a TREC run whose queries are not grouped
+    size: int,  # about how many bytes of text a spilled file holds
+    folder: Path,  # where the files go (`{b}.arrow`)
+    seen: dict,  # {query_id: None}, updated with every query read
+    name: str | Path | None = None,  # the file named in messages; None: `path`
+) -> list:
+    """Spread the lines of `path` over files of whole queries, about `size` bytes each;
+    returns the sorted list of the files' numbers `b`."""
     name = path if name is None else name  # the file named in messages (a pipe's copy)
     n = path.stat().st_size * (8 if compression_of(path, _head(path)) else 1)
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
@@ -158,8 +181,12 @@ def spill(path, size: int, folder: Path, seen: dict, name=None) -> list:
     return sorted(writers)
 
 # %% ../../nbs/api/metrics_stream.ipynb #bdb160c9
-def spilled(path, folder: Path, b: int) -> Columns:
-    "The run's queries spilled to file `b`, as checked Columns."
+def spilled(
+    path: str | Path,  # the run, named in errors
+    folder: Path,  # where `spill` wrote the files
+    b: int,  # the file's number
+) -> Columns:
+    "The run's queries spilled to file `b`, as checked `Columns`."
     import pyarrow as pa
 
     with pa.memory_map(str(folder / f"{b}.arrow")) as f:
@@ -243,16 +270,18 @@ class _Scorer:
 
 # %% ../../nbs/api/metrics_stream.ipynb #dfc62083
 def evaluate_file(
-    qrels,
-    path,
-    metrics,
-    per_query: bool = False,
-    make_comparable: bool = False,
-    convention: str = "ranx",
-    memory: int = MEMORY,
-    tmp=None,
-):
-    "`evaluate(qrels, run file, ...)` in bounded memory: a batch of queries at a time."
+    qrels: Mapping | Columns,  # {q: {doc: label}}, or qrels `Columns`
+    path: str | Path,  # a TREC run file (compressed or not)
+    metrics: str | list,  # metric names ('ndcg@10', ...)
+    per_query: bool = False,  # a DataFrame of each query's scores instead of means
+    make_comparable: bool = False,  # score every qrels query (one the run lacks: 0)
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
+    memory: int = MEMORY,  # bytes a batch may use while it is scored
+    tmp: str | Path | None = None,  # folder for spilled files; None: the system's
+) -> float | dict | pd.DataFrame:
+    """`evaluate(qrels, run file, ...)` in bounded memory, a batch of queries at a time.
+    Returns what `evaluate` does: a float for one metric given as a str, else `{metric:
+    mean}`, or a DataFrame (`per_query`)."""
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
     if not len(qc):
         raise ValueError("qrels is empty: there is nothing to evaluate against")
