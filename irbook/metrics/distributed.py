@@ -8,18 +8,24 @@ import os
 import tempfile
 import time
 import zlib
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .columns import FRAME_COLUMNS, Columns
-from .conventions import get_convention
+from .conventions import Convention, get_convention
 from .io import parse_block, read_columns
 from .join import Joined, apply_query_rule
 from .ranx_compat import sorted_ids
 from .registry import aggregate, evaluate, expand_metrics, parse_metric
 from .stream import MEMORY, block_size, query_blocks
+
+if TYPE_CHECKING:  # annotations only: both are imported where they are used
+    import pandas as pd
+    import pyarrow as pa
 
 # %% auto #0
 __all__ = ['PART', 'bucket_of', 'columns_table', 'default_partitions', 'to_partitions', 'partitions', 'census', 'score_partition',
@@ -29,15 +35,21 @@ __all__ = ['PART', 'bucket_of', 'columns_table', 'default_partitions', 'to_parti
 PART = "part"  # the partition column: folders part=0, part=1, ... (hive style)
 
 
-def bucket_of(qids, n: int) -> np.ndarray:
-    "The partition (0 to `n` - 1) of each query id: CRC-32 of its UTF-8, modulo `n`."
+def bucket_of(
+    qids: Sequence,  # query ids
+    n: int,  # the number of partitions
+) -> np.ndarray:
+    """The partition (0 to `n` - 1) of each query id, an int64 array: CRC-32 of its
+    UTF-8, modulo `n`."""
     if not (isinstance(n, int) and n > 0):
         raise ValueError(f"the number of partitions must be a positive int, got {n!r}")
     crc = (zlib.crc32(str(q).encode()) for q in qids)
     return np.fromiter(crc, np.int64, len(qids)) % n
 
 # %% ../../nbs/api/metrics_distributed.ipynb #10646ecc
-def columns_table(c: Columns):
+def columns_table(
+    c: Columns,  # a qrels or run
+) -> "pa.Table":
     "`c` as a pyarrow Table with ranx's columns (q_id, doc_id, score), in row order."
     import pyarrow as pa  # imported on use, as in the readers
 
@@ -56,8 +68,10 @@ _PART_BYTES = 256 * 2**20  # default partition size: about 2.5 M lines of a TREC
 _GROUP = 2**20  # rows per parquet row group (pyarrow would write one per 32k-row batch)
 
 
-def default_partitions(paths) -> int:
-    "A number of partitions for files `paths`: one per 256 MiB, at least 2."
+def default_partitions(
+    paths: list,  # the files to partition
+) -> int:
+    "A number of partitions (an int) for files `paths`: one per 256 MiB, at least 2."
     size = sum(Path(p).stat().st_size for p in paths)
     return max(2, math.ceil(size / _PART_BYTES))
 
@@ -75,9 +89,14 @@ def _pieces(p, kind: str, memory: int):
 
 
 def to_partitions(
-    paths, out_dir, n: int | None = None, kind: str = "run", memory: int = MEMORY
+    paths: str | Path | Columns | list,  # run (or qrels) files, or Columns
+    out_dir: str | Path,  # a new or empty folder for the dataset
+    n: int | None = None,  # the number of partitions; None: `default_partitions`
+    kind: str = "run",  # 'run' or 'qrels'
+    memory: int = MEMORY,  # bytes a batch may use while a file is read
 ) -> Path:
-    "Run (or qrels) files as a parquet dataset of `n` partitions, each query in one."
+    """Run (or qrels) files as a parquet dataset of `n` partitions, each query in one;
+    returns the dataset's folder as a `Path`."""
     one = isinstance(paths, (str, os.PathLike, Columns))
     paths = [paths] if one else list(paths)
     files = [p for p in paths if not isinstance(p, Columns)]
@@ -107,8 +126,11 @@ def _write_batch(c: Columns, out: Path, n: int, name: str):
     )  # fmt: skip
 
 
-def partitions(dataset) -> list:
-    "The partition folders of a dataset written by `to_partitions`, in number order."
+def partitions(
+    dataset: str | Path,  # a folder written by `to_partitions`
+) -> list:
+    """The partition folders (a list of `Path`) of a dataset written by `to_partitions`,
+    in number order."""
     found = Path(dataset).glob(f"{PART}=*")
     folders = sorted(found, key=lambda p: int(p.name.split("=", 1)[1]))
     if not folders:
@@ -116,8 +138,11 @@ def partitions(dataset) -> list:
     return folders
 
 # %% ../../nbs/api/metrics_distributed.ipynb #b8793810
-def census(folder) -> tuple:
-    "(query ids, lines per query) of one run partition: its q_id column alone is read."
+def census(
+    folder: str | Path,  # one partition's folder
+) -> tuple:
+    """(query ids, lines per query), a tuple of a list and an array, of one run
+    partition: its q_id column alone is read."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -128,9 +153,16 @@ def census(folder) -> tuple:
 
 # %% ../../nbs/api/metrics_distributed.ipynb #f141a3e5
 def score_partition(
-    qrels, folder, metrics: list, convention, make_comparable: bool, widths: tuple
+    qrels: "pa.Table",  # the qrels (ranx's columns) of the queries to score
+    folder: str | Path,  # one partition's folder
+    metrics: list,  # metric names
+    convention: Convention,  # the rules the metrics follow
+    make_comparable: bool,  # score every qrels query (one the run lacks: 0)
+    widths: tuple,  # (depth, judgements): the arrays' widths in every partition
 ) -> dict:
-    "Per-query scores of the run partition in `folder`: `evaluate` on its queries."
+    """Per-query scores of the run partition in `folder`: `evaluate` on its queries.
+    Returns a dict: the scores' DataFrame (`frame`), the partition's `lines`, wall and
+    CPU `seconds` and `cpu`, and the `worker`'s process id."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -146,8 +178,11 @@ def score_partition(
 
 # %% ../../nbs/api/metrics_distributed.ipynb #b4a62f73
 @contextmanager
-def scheduler_of(scheduler):
-    "What `dask.compute` takes for `scheduler`: a Client for an address, else itself."
+def scheduler_of(
+    scheduler: str | object | None,  # an address ('tcp://...'), a Client, a name, None
+) -> Iterator:
+    """A context manager giving what `dask.compute` takes for `scheduler`: a Client for
+    an address (closed on exit), else `scheduler` itself."""
     if isinstance(scheduler, str) and "://" in scheduler:  # tcp://host:8786
         from distributed import Client
 
@@ -217,17 +252,19 @@ def _broadcast(table, scheduler):
 
 
 def evaluate_distributed(
-    qrels,
-    run,
-    metrics,
-    per_query: bool = False,
-    make_comparable: bool = False,
-    convention: str = "ranx",
-    scheduler=None,
-    n_partitions: int | None = None,
-    timings: list | None = None,
-):
-    "`evaluate` with dask: one task per partition of a run dataset (or of a run file)."
+    qrels: Mapping | Columns | str | Path,  # {q: {doc: label}}, Columns or a qrels file
+    run: str | Path | list,  # a dataset (`to_partitions`) or run file(s)
+    metrics: str | list,  # metric names ('ndcg@10', ...)
+    per_query: bool = False,  # a DataFrame of each query's scores instead of means
+    make_comparable: bool = False,  # score every qrels query (one the run lacks: 0)
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
+    scheduler: str | object | None = None,  # dask's: an address, a Client, a name, None
+    n_partitions: int | None = None,  # partitions of run files; None: by their size
+    timings: list | None = None,  # a list to extend with each partition's timings
+) -> float | dict | pd.DataFrame:
+    """`evaluate` with dask: one task per partition of a run dataset (or of a run file).
+    Returns what `evaluate` does: a float for one metric given as a str, else `{metric:
+    mean}`, or a DataFrame (`per_query`)."""
     if isinstance(run, (list, tuple)) or not Path(run).is_dir():  # files: partitioned
         with tempfile.TemporaryDirectory(prefix="irbook-") as tmp:
             data = to_partitions(run, Path(tmp) / "run", n_partitions)
