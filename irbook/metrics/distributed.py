@@ -49,7 +49,7 @@ def bucket_of(
 # %% ../../nbs/api/metrics_distributed.ipynb #10646ecc
 def columns_table(
     c: Columns,  # a qrels or run
-) -> "pa.Table":
+) -> pa.Table:
     "`c` as a pyarrow Table with ranx's columns (q_id, doc_id, score), in row order."
     import pyarrow as pa  # imported on use, as in the readers
 
@@ -153,7 +153,7 @@ def census(
 
 # %% ../../nbs/api/metrics_distributed.ipynb #f141a3e5
 def score_partition(
-    qrels: "pa.Table",  # the qrels (ranx's columns) of the queries to score
+    qrels: pa.Table,  # the qrels (ranx's columns) of the queries to score
     folder: str | Path,  # one partition's folder
     metrics: list,  # metric names
     convention: Convention,  # the rules the metrics follow
