@@ -267,3 +267,23 @@ def test_lessons_hold_no_build_machinery(nb):
         for out in c.get("outputs", []):
             bad += [m.group(0) for m in MACHINERY.finditer(json.dumps(out))]
     assert not bad, bad[:6]
+
+
+# "cells under ~20 lines": a visible cell a reader reads at once; folded solutions and
+# set-up, hidden checks and cells that show only their output are not counted
+LONGEST_CELL = 25
+
+
+@pytest.mark.parametrize(
+    "nb", [ROOT / "nbs/index.ipynb", *CHAPTERS], ids=["index", *ids]
+)
+def test_visible_cells_are_short(nb):
+    long = []
+    for c in _cells(nb):
+        folded = {"remove-cell", "remove-input", "hide-cell", "hide-input"}
+        if c["cell_type"] != "code" or _tags(c) & folded:
+            continue
+        lines = [ln for ln in _src(c).splitlines() if not DIRECTIVE.match(ln)]
+        if len(lines) > LONGEST_CELL:
+            long.append((len(lines), lines[0][:50]))
+    assert not long, f"visible cells over {LONGEST_CELL} lines: {long}"
