@@ -9,11 +9,13 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import irbook
-from .compare import FORMATS, TESTS
+from .compare import FORMATS, TESTS, Comparison
 from .core import deprecated_names
 from irbook.metrics import (
     CONVENTIONS,
@@ -35,14 +37,19 @@ from .power import SIM_TESTS
 # scored in a few tenths of a second): pandas (tables, comparisons), scipy (t-test),
 # tqdm (a bar), dask, the span, unjudged and power reports
 
+if TYPE_CHECKING:  # annotations only: pandas is imported where it is used
+    import pandas as pd
+
 # %% auto #0
 __all__ = ['DEFAULT_METRICS', 'run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'cut_arg', 'k_arg',
            'parser', 'span_runs', 'unjudged_report', 'render_report', 'tagged', 'eval_job', 'run_eval', 'with_power',
            'plan_arguments', 'run_plan', 'stdin_files', 'measures_table', 'main', 'command', 'judge_labels']
 
 # %% ../nbs/api/cli.ipynb #fad3f2ab
-def run_name(path) -> str:
-    "A run's display name: its file name without the usual TREC extensions."
+def run_name(
+    path: str | Path,  # a run file
+) -> str:
+    "A run's display name (a str): its file name without the usual TREC extensions."
     name = Path(path).name
     for ext in (".gz", ".bz2", ".xz", ".zst", ".lz4", ".json", ".trec", ".txt", ".run"):
         name = name.removesuffix(ext)
@@ -54,8 +61,11 @@ _NUMPY_REPR = re.compile(r"np\.\w+\(([^()]*)\)")  # numpy 2 reprs: np.str_('q1')
 _JUDGE_CUT = re.compile(r"judge_cut \((--judge-cut[^:)]*)(?::\s*([^)]*))?\)")
 
 
-def message(e: BaseException, path=None) -> str:
-    "`e` as one line in the command's words, naming the file `path` when known."
+def message(
+    e: BaseException,  # the error
+    path: str | Path | None = None,  # the file being read, when known
+) -> str:
+    "`e` as one line (a str) in the command's words, naming the file `path` when known."
     from irbook.data import DataError  # on use: an error's wording only
 
     if isinstance(e, OSError) and e.strerror:
@@ -80,8 +90,11 @@ class InputError(ValueError):
 
 
 @contextmanager
-def reading(path):
-    "Any error while reading or scoring `path` becomes an `InputError` naming it."
+def reading(
+    path: str | Path,  # the file being read, named in the message
+) -> Iterator[None]:
+    """A context manager: any error while reading or scoring `path` becomes an
+    `InputError` naming it."""
     try:
         yield
     except InputError:
@@ -117,19 +130,20 @@ def _bar(paths: list, progress: bool | None):
 
 
 def score_runs(
-    qrels: dict,
-    paths: list,
-    metrics: list,
-    convention: str = "ranx",
-    make_comparable: bool = False,
-    progress: bool | None = None,
-    per_query: bool = True,
-    judged_only: bool = False,
-    engine: str = "local",
-    scheduler=None,
-    memory: int = MEMORY,
+    qrels: Columns | dict,  # the qrels, as `Columns` or {q: {doc: label}}
+    paths: list,  # run files (TREC, parquet, ranx .lz4/.json)
+    metrics: list,  # metric names ('ndcg@10', ...)
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
+    make_comparable: bool = False,  # score every qrels query (one the run lacks: 0)
+    progress: bool | None = None,  # a bar over the runs; None: on a terminal, if many
+    per_query: bool = True,  # each query's scores; False: the means
+    judged_only: bool = False,  # drop the unjudged documents from each ranking first
+    engine: str = "local",  # 'local', or 'dask' (`evaluate_distributed`)
+    scheduler: str | object | None = None,  # dask's scheduler (`engine='dask'`)
+    memory: int = MEMORY,  # bytes a batch of a TREC run may use; 0: read it whole
 ) -> dict:
-    "`{run name: per-query DataFrame}` for every run file (means if not `per_query`)."
+    """`{run name: per-query DataFrame}` for every run file (`{run name: {metric:
+    mean}}` if not `per_query`)."""
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
     qd, out = None, {}
     kw = dict(per_query=per_query, make_comparable=make_comparable)
@@ -168,8 +182,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
-def alpha_arg(text: str) -> float:
-    "The value of `--alpha`: a number strictly between 0 and 1."
+def alpha_arg(
+    text: str,  # the option's value as typed
+) -> float:
+    """The value of `--alpha` as a float strictly between 0 and 1 (argparse's error
+    otherwise)."""
     try:
         a = float(text)
     except ValueError:
@@ -181,8 +198,10 @@ def alpha_arg(text: str) -> float:
     return a
 
 
-def cut_arg(text: str) -> float:
-    "The value of `--judge-cut`: a finite number."
+def cut_arg(
+    text: str,  # the option's value as typed
+) -> float:
+    "The value of `--judge-cut` as a finite float (argparse's error otherwise)."
     try:
         c = float(text)
     except ValueError:
@@ -192,8 +211,10 @@ def cut_arg(text: str) -> float:
     return c
 
 
-def k_arg(text: str) -> int:
-    "The value of `--holes`: a positive integer depth."
+def k_arg(
+    text: str,  # the option's value as typed
+) -> int:
+    "The value of `--holes` as a positive int depth (argparse's error otherwise)."
     if not (text.isascii() and text.isdigit() and int(text) > 0):
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return int(text)
@@ -348,8 +369,11 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 # %% ../nbs/api/cli.ipynb #7fb27b941602401d91542211134fc71a
-def span_runs(a: argparse.Namespace) -> dict:
-    "`{run name: per-query span metrics}`: `irbook eval SPANS RUN --chunks LAYOUT`."
+def span_runs(
+    a: argparse.Namespace,  # `irbook eval`'s arguments, with --chunks
+) -> dict:
+    """`{run name: per-query span metrics}` (a dict of DataFrames): `irbook eval SPANS
+    RUN --chunks LAYOUT`."""
     from irbook.spans import read_layout, read_spans, read_texts, span_evaluate
 
     metrics = a.metrics or ["span_recall@10", "span_precision@10"]
@@ -372,15 +396,16 @@ def span_runs(a: argparse.Namespace) -> dict:
 
 # %% ../nbs/api/cli.ipynb #a1b2c3d4
 def unjudged_report(
-    qrels: Columns,
-    paths: list,
-    metrics: list,
-    holes_k: int | None = None,
-    convention: str = "ranx",
-    make_comparable: bool = False,
-    per_query: bool = False,
-):
-    "Each run's `bounds` of `metrics` (or its `holes` of the top `holes_k`): a table."
+    qrels: Columns,  # the qrels
+    paths: list,  # run files
+    metrics: list,  # metric names (their bounds)
+    holes_k: int | None = None,  # the holes of the top `holes_k` instead; None: bounds
+    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
+    make_comparable: bool = False,  # score every qrels query (one the run lacks: 0)
+    per_query: bool = False,  # each query's bounds; False: the means'
+) -> pd.DataFrame:
+    """Each run's `bounds` of `metrics` (or its `holes` of the top `holes_k`): a
+    DataFrame, one row per run (or per run and query)."""
     import pandas as pd  # on use: a command line that does not need it stays fast
 
     from irbook.unjudged import bounds, holes
@@ -407,8 +432,11 @@ def unjudged_report(
     return t.reset_index()
 
 
-def render_report(t, fmt: str = "table") -> str:
-    "An `unjudged_report` table as text, Markdown, LaTeX, CSV or JSON."
+def render_report(
+    t: pd.DataFrame,  # an `unjudged_report` table
+    fmt: str = "table",  # 'table', 'md', 'latex', 'csv' or 'json'
+) -> str:
+    "An `unjudged_report` table as text (a str): a table, Markdown, LaTeX, CSV or JSON."
     if fmt == "trec":
         raise ValueError("--bounds and --holes print tables: --format trec has none")
     from irbook.compare import table_as
@@ -421,8 +449,13 @@ def render_report(t, fmt: str = "table") -> str:
 _MAX_MB = 2**43 - 1  # --memory: its bytes fit in a signed 64-bit integer
 
 
-def tagged(table, paths: list, baseline=None) -> tuple:
-    "`table` with each TREC run named by its tag (if no names clash), and `baseline`."
+def tagged(
+    table: pd.DataFrame,  # per-query scores, columns (run, metric)
+    paths: list,  # the run files, in the table's order
+    baseline: str | None = None,  # the baseline run's name
+) -> tuple:
+    """(`table` with each TREC run named by its tag if no names clash, the baseline's
+    new name): a tuple."""
     text = [p for p in paths if Path(p).suffix not in (".parquet", ".lz4", ".json")]
     tags = {run_name(p): run_tag(p) or run_name(p) for p in text}
     names = [tags.get(run_name(p), run_name(p)) for p in paths]
@@ -465,7 +498,9 @@ def _not_with_judge(a: argparse.Namespace) -> str | None:
     return next((text for given, text in refused if given), None)
 
 
-def eval_job(a: argparse.Namespace) -> argparse.Namespace:
+def eval_job(
+    a: argparse.Namespace,  # `irbook eval`'s parsed arguments (left unchanged)
+) -> argparse.Namespace:
     "`irbook eval`'s arguments checked, before any file is read: a new namespace."
     j = argparse.Namespace(**vars(a))  # `a` itself is left as it was
     if a.judge is not None and (why := _not_with_judge(a)):
@@ -628,8 +663,10 @@ def _means_only(j: argparse.Namespace) -> bool:
     return j.format == "json" or (j.format == "table" and j.engine == "local")
 
 
-def run_eval(a: argparse.Namespace) -> str:
-    "The output text of `irbook eval` for parsed arguments `a` (left unchanged)."
+def run_eval(
+    a: argparse.Namespace,  # `irbook eval`'s parsed arguments (left unchanged)
+) -> str:
+    "The output text (a str) of `irbook eval` for parsed arguments `a`."
     j = eval_job(a)  # every argument checked before any file is read
     with stdin_files(j) as j:  # `-` and pipes: read once, into a file
         if j.report == "judge":
@@ -650,8 +687,13 @@ def run_eval(a: argparse.Namespace) -> str:
     return text
 
 # %% ../nbs/api/cli.ipynb #58060792
-def with_power(c, fmt: str = "table", power: float | None = None) -> str:
-    "`render(c, fmt)`, with each comparison's MDD and questions needed (`--power`)."
+def with_power(
+    c: Comparison,  # `compare`'s result
+    fmt: str = "table",  # 'table', 'md', 'latex', 'csv' or 'json'
+    power: float | None = None,  # the power the MDD is for (0.8); None: no columns
+) -> str:
+    """`render(c, fmt)` (a str), with each comparison's MDD and questions needed
+    (`--power`)."""
     from dataclasses import replace
 
     from irbook.compare import render
@@ -686,8 +728,11 @@ def with_power(c, fmt: str = "table", power: float | None = None) -> str:
     return f"{text}\n\n{head}\n{p.to_string(float_format=lambda v: f'{v:.4f}')}"
 
 # %% ../nbs/api/cli.ipynb #9a63283cbaf04dbcab1f6479b197f3a8
-def plan_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    "The arguments of `irbook plan QRELS RUN RUN ... -m METRIC --diff D ...`."
+def plan_arguments(
+    p: argparse.ArgumentParser,  # the `plan` subcommand's parser
+) -> argparse.ArgumentParser:
+    """`p` with the arguments of `irbook plan QRELS RUN RUN ... -m METRIC --diff D ...`
+    added."""
     p.add_argument("qrels", help="TREC qrels file of the pilot questions")
     p.add_argument("runs", nargs="+", help="two or more pilot run files")
     p.add_argument("-m", "--metrics", nargs="+", default=["ndcg@10", "mrr@10"])
@@ -710,8 +755,11 @@ def plan_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def run_plan(a: argparse.Namespace) -> str:
-    "The output text of `irbook plan`: MDD and questions needed, from pilot runs."
+def run_plan(
+    a: argparse.Namespace,  # `irbook plan`'s parsed arguments (left unchanged)
+) -> str:
+    """The output text (a str) of `irbook plan`: MDD and questions needed, from pilot
+    runs."""
     import pandas as pd  # on use: see the imports
 
     from irbook.compare import per_query_table
@@ -821,8 +869,11 @@ def _once(path) -> bool:
 
 
 @contextmanager
-def stdin_files(a: argparse.Namespace):
-    "`a` with `-` and pipes as files: each read once, copied, then read as any file."
+def stdin_files(
+    a: argparse.Namespace,  # parsed arguments: their qrels, runs and judge
+) -> Iterator[argparse.Namespace]:
+    """A context manager giving `a` with `-` and pipes as files: each read once, copied,
+    then read as any file (the copies are removed on exit)."""
     given = [getattr(a, "qrels", None), *(getattr(a, "runs", None) or [])]
     given.append(getattr(a, "judge", None))  # irbook eval --judge: read as QRELS
     if [p for p in given if p is not None and _once(p)] == []:
@@ -875,8 +926,11 @@ def measures_table() -> str:
     )
 
 
-def main(argv=None) -> int:
-    "Entry point of the `irbook` command: exit status 0, or 2 with one line on stderr."
+def main(
+    argv: list | None = None,  # the arguments after `irbook`; None: the command line's
+) -> int:
+    """Entry point of the `irbook` command: returns the exit status, 0, or 2 with one
+    line on stderr."""
     try:
         a = parser().parse_args(argv)
     except SystemExit as e:  # --help (0), or a bad argument already reported (2)
@@ -998,7 +1052,9 @@ def _soft_label(x: bytes) -> int | float | None:
     return int(v) if v.is_integer() else v  # 1.0 is the label 1
 
 
-def judge_labels(path) -> dict:
+def judge_labels(
+    path: str | Path,  # a judge's qrels file
+) -> dict:
     """A judge's qrels file (`qid iter docid label`) as `{qid: {docid: label}}`: integer
     labels, or probabilities in [0, 1] (soft labels such as 0.8) kept as floats."""
     try:  # integers: read as any qrels file (pyarrow's parser if the file is large)
