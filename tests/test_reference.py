@@ -49,13 +49,7 @@ NOT_YET = {
     "metrics_join",
     "metrics_stream",
     "metrics_distributed",
-    "stats",
-    "unjudged",
-    "power",
-    "figures",
     "cli",
-    "ppi",
-    "labelling",
 }
 
 
