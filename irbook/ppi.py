@@ -11,6 +11,7 @@ import numpy as np
 
 from .compare import named_runs, table_as, verdict
 from .metrics import evaluate, expand_metrics
+from .metrics.ranx_compat import is_run
 from .metrics.registry import AGGREGATES, parse_metric
 from irbook.stats import (
     POPULATIONS,
@@ -506,7 +507,10 @@ def judged_eval(
     for m in names:
         if AGGREGATES[parse_metric(m)[0]] != "mean":
             raise ValueError(f"{m} is not a mean over questions: PPI has no interval")
+    if is_run(runs):  # one ranx Run
+        runs = [runs]
     runs = {"run": runs} if _one_run(runs) else named_runs(runs)
+    runs = {n: r.to_dict() if is_run(r) else r for n, r in runs.items()}
     asked = list(dict.fromkeys(q for r in runs.values() for q in r))
     unjudged = [str(q) for q in asked if q not in judge]
     if unjudged:

@@ -232,3 +232,23 @@ def test_judged_eval_human_columns_are_the_stats_intervals():
     d = diff_interval(y["Y"]["precision@2"], y["X"]["precision@2"], alpha=ALPHA)
     assert [row.human_diff_low, row.human_diff_high] == pytest.approx([d.low, d.high])
     assert bool(row.significant) == (row.p_holm < ALPHA)
+
+
+def test_judged_eval_takes_ranx_runs_as_it_takes_dicts():
+    import pandas as pd
+    import ranx
+
+    from irbook.ppi import judged_eval
+
+    rng = np.random.default_rng(9)
+    qids, docs = [f"q{i}" for i in range(20)], ["a", "b", "c", "d"]
+    truth = {q: {d: int(rng.random() < 0.4) for d in docs} for q in qids}
+    runs = {r: {q: {d: rng.random() for d in docs} for q in qids} for r in "XY"}
+    human = {q: truth[q] for q in qids[:10]}
+    want = judged_eval(human, truth, runs, "precision@2")
+    as_ranx = [ranx.Run(runs[r], name=r) for r in "XY"]
+    pd.testing.assert_frame_equal(
+        judged_eval(human, truth, as_ranx, "precision@2"), want
+    )
+    one = judged_eval(human, truth, as_ranx[0], "precision@2")
+    assert one["mean"].tolist() == pytest.approx(want["mean"].iloc[:1].tolist())
