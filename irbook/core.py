@@ -263,7 +263,10 @@ class Retriever:
 
     positive_only = False  # True: a doc needs a score above 0 to be returned
 
-    def index(self, docs):
+    def index(
+        self,
+        docs: Mapping,  # {doc_id: text}, or {doc_id: an object with `.text`}
+    ) -> Retriever:
         "Index `{doc_id: text}` (or chunks with `.text`); returns self."
         docs = as_docs(docs)
         self.ids = check_docs(docs)
@@ -271,8 +274,14 @@ class Retriever:
         self._index([docs[d] for d in self.ids])
         return self
 
-    def search(self, queries, k: int = 10, filter: dict | None = None) -> dict:
-        "Top-`k` `{doc_id: score}` per query; blank or fully filtered queries get `{}`."
+    def search(
+        self,
+        queries: Mapping | Iterable,  # {query_id: text}, or objects with .qid, .text
+        k: int = 10,  # results per query
+        filter: dict | None = None,  # {query_id: doc ids it may return}; None: all
+    ) -> dict:
+        """The run, `{query_id: {doc_id: score}}`: the top `k` per query; blank or fully
+        filtered queries get `{}`."""
         queries = as_queries(queries)
         check_queries(queries, k)
         run = {q: {} for q in queries}

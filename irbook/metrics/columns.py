@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from fastcore.basics import patch
 
-if TYPE_CHECKING:  # annotations only: pyarrow is imported where it is used
+if TYPE_CHECKING:  # annotations only: both are imported where they are used
+    import pandas as pd
     import pyarrow as pa
 
 # %% ../../nbs/api/metrics_columns.ipynb #2f29e706
@@ -257,7 +258,12 @@ def _frame_dialect(names, kind: str, columns) -> tuple:
 
 
 @patch(cls_method=True)
-def from_frame(cls: Columns, df, kind: str, columns=FRAME_COLUMNS) -> Columns:
+def from_frame(
+    cls: Columns,
+    df: "pd.DataFrame | pa.Table",  # a qrels or run as a table
+    kind: str,  # 'qrels' or 'run'
+    columns: tuple = FRAME_COLUMNS,  # (query, doc, value) columns' names
+) -> Columns:
     "Columns of a pandas DataFrame or pyarrow Table with query, doc, value columns."
     import pyarrow as pa  # imported on use: only the columnar path needs pyarrow
 
