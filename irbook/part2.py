@@ -30,7 +30,12 @@ from .compare import Comparison, compare, vs_published
 from .core import as_docs, as_queries, digest, top, write_json
 from .data import cache_dir
 from .fastbook import contexts_to_qrels, score_run
-from .search.colbert import ColBERTRetriever, load_colbert, offline_colbert
+from irbook.search.colbert import (
+    STANDIN,
+    ColBERTRetriever,
+    load_colbert,
+    offline_colbert,
+)
 from .search.dense import MINILM, DenseRetriever
 from irbook.search.fulltext import (
     BM25sRetriever,
@@ -337,7 +342,7 @@ def against_published(
     return "not separable", vs
 
 # %% ../nbs/api/part2.ipynb #9a0c0002
-STANDIN_LABEL = "MiniLM-LI"  # the offline late-interaction model, as tables name it
+STANDIN_LABEL = STANDIN  # the offline late-interaction model, as tables name it
 _COLBERT_WORD = re.compile(r"\bColBERT\b(?!v)")
 
 
