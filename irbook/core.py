@@ -524,14 +524,15 @@ class ParamTableRenderer(MarkdownRenderer):
     docstring, then a table of the parameters (type, default, description).
 
     Set `renderer = irbook.core.ParamTableRenderer` in settings.ini and nbdev's
-    `show_doc` uses it. It renders what nbdev's `BasicMarkdownRenderer` does (the
-    heading and the source link) but takes the docments out of the signature and into
-    the table. nbdev is imported only to find the source link, when a page is rendered,
-    so that `import irbook` never needs it."""
+    `show_doc` uses it. Like nbdev's `BasicMarkdownRenderer` it extends fastcore's
+    `MarkdownRenderer` and shows the heading and the source link, but it takes the
+    docments out of the signature and into the table. It does not subclass nbdev's
+    class: nbdev is imported only to find the source link, when a page is rendered, so
+    that `import irbook` (and `irbook eval`) never needs it."""
 
     def __init__(
         self,
-        sym,  # the function, class or method to document
+        sym: object,  # the function, class or method to document
         name: str | None = None,  # the heading; None: `sym`'s qualified name
         title_level: int = 3,  # the heading's level (3: `###`)
         maxline: int = 110,  # line width of the fallback signature (no `inspect`)
@@ -625,10 +626,9 @@ class ParamTableRenderer(MarkdownRenderer):
         cols = ("Parameter", "Type", "Default", "Description")
         head = "<tr>" + "".join(_td(c, tag="th") for c in cols) + "</tr>"
         body = [f"<tr>{''.join(r)}</tr>" for r in rows]
+        top = '<table class="irbook-params" style="margin-left: 0">'
         return "\n".join(
-            ['<table class="irbook-params">', f"<thead>{head}</thead>", "<tbody>"]
-            + body
-            + ["</tbody>", "</table>"]
+            [top, f"<thead>{head}</thead><tbody>", *body, "</tbody></table>"]
         )
 
     def _repr_markdown_(self) -> str:
