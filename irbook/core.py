@@ -20,7 +20,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-from fastcore.docments import DocmentText, MarkdownRenderer, docments
 from fastcore.xtras import atomic_save
 
 # %% auto #0
@@ -519,16 +518,17 @@ def _td(s: str, code: bool = False, tag: str = "td", nowrap: bool = False) -> st
     return f'<{tag} style="{style}">{s}</{tag}>'
 
 # %% ../nbs/api/core.ipynb #f9c78664
-class ParamTableRenderer(MarkdownRenderer):
+class ParamTableRenderer:
     """`show_doc`'s Markdown for the Reference: the name, a clean signature, the
     docstring, then a table of the parameters (type, default, description).
 
     Set `renderer = irbook.core.ParamTableRenderer` in settings.ini and nbdev's
-    `show_doc` uses it. Like nbdev's `BasicMarkdownRenderer` it extends fastcore's
-    `MarkdownRenderer` and shows the heading and the source link, but it takes the
-    docments out of the signature and into the table. It does not subclass nbdev's
-    class: nbdev is imported only to find the source link, when a page is rendered, so
-    that `import irbook` (and `irbook eval`) never needs it."""
+    `show_doc` uses it. It shows what nbdev's `BasicMarkdownRenderer` shows (the heading
+    and the source link), but it takes the docments out of the signature and into the
+    table. It subclasses neither nbdev's class nor fastcore's `MarkdownRenderer`: they
+    are imported only when a page is rendered, so that `import irbook` needs no nbdev
+    and `irbook eval` starts without loading fastcore's docments (and the
+    multiprocessing it imports)."""
 
     def __init__(
         self,
@@ -549,10 +549,6 @@ class ParamTableRenderer(MarkdownRenderer):
             self.sig = None
         self.docs = inspect.getdoc(sym) or ""
         self.code = _source_code(sym)  # annotations and defaults as written
-        try:  # the fallback's signature, and the plain-text repr
-            self.dm = DocmentText(sym, maxline=maxline, docstring=False)
-        except Exception:  # nothing inspect can read
-            self.dm = self.nm
         self.fn = f"{getattr(sym, '__module__', '')}.{self.nm}".lstrip(".")
 
     def _heading(self) -> str:
@@ -603,6 +599,8 @@ class ParamTableRenderer(MarkdownRenderer):
         CommonMark, which has no tables."""
         if self.sig is None:
             return ""
+        from fastcore.docments import docments  # on use: see the class's docstring
+
         try:
             dm = docments(self.sym, full=True, args_kwargs=True)
         except Exception:  # no source to read comments from
@@ -634,10 +632,19 @@ class ParamTableRenderer(MarkdownRenderer):
     def _repr_markdown_(self) -> str:
         "The heading, the signature, the docstring and the table, as Markdown."
         if self.sig is None and not inspect.isclass(self.sym):  # a builtin, ...
-            return self._heading() + super()._repr_markdown_()
+            from fastcore.docments import MarkdownRenderer  # nbdev's own rendering
+
+            plain = MarkdownRenderer(self.sym, self.nm, self.title_level, self.maxline)
+            return self._heading() + plain._repr_markdown_()
         doc = self._heading() + f"```python\n{self.signature()}\n```"
         if self.docs:  # the first paragraph in italics, as nbdev shows it
             first, _, rest = self.docs.partition("\n\n")
             doc += f"\n\n*{' '.join(first.split())}*" + (f"\n\n{rest}" if rest else "")
         tbl = self.table()
         return doc + (f"\n\n{tbl}" if tbl else "")
+
+    def __repr__(self) -> str:
+        "Plain text (a terminal's view): the signature, then the docstring."
+        if self.sig is None and not inspect.isclass(self.sym):
+            return repr(self.sym)
+        return self.signature() + (f'\n"""{self.docs}"""' if self.docs else "")
