@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core import check_label, check_score
+
+if TYPE_CHECKING:  # ranx is imported only by those who use it
+    from ranx import Qrels, Run
 
 # %% auto #0
 __all__ = ['numba_argsort', 'ranx_order', 'is_qrels', 'is_run', 'sorted_ids', 'ranx_rows']
@@ -53,8 +58,11 @@ def _nb_partition(A, R, low, high):
     return i
 
 # %% ../../nbs/api/metrics_ranx_compat.ipynb #1abd2756
-def numba_argsort(a) -> list:
-    "`np.argsort(a)` exactly as numba's default quicksort computes it (ties included)."
+def numba_argsort(
+    a: Sequence,  # numbers to sort, ascending
+) -> list:
+    """`np.argsort(a)` exactly as numba's default quicksort computes it (ties included):
+    a list of positions."""
     A = [float(x) for x in a]
     R = list(range(len(A)))
     if len(A) < 2:
@@ -77,8 +85,12 @@ def numba_argsort(a) -> list:
     return R
 
 # %% ../../nbs/api/metrics_ranx_compat.ipynb #60c74f76
-def ranx_order(scores, source: str = "Run") -> list:
-    "The rank order ranx gives `scores` (insertion order matters for ties)."
+def ranx_order(
+    scores: Sequence,  # one query's scores, in the run's insertion order
+    source: str = "Run",  # 'Run': as ranx's `Run` sorts; else as its dict path does
+) -> list:
+    """The rank order ranx gives `scores` (insertion order matters for ties): a list of
+    positions, best first."""
     if source == "Run":
         return numba_argsort([-s for s in scores])
     return numba_argsort(scores)[::-1]
@@ -90,18 +102,27 @@ def _ranx_types():
     return (m.Qrels, m.Run) if m is not None else (None, None)
 
 # %% ../../nbs/api/metrics_ranx_compat.ipynb #092243d5
-def is_qrels(x):
+def is_qrels(
+    x: object,  # anything
+) -> bool:
+    "True if `x` is a ranx `Qrels` (ranx is looked up only if already imported)."
     Q, _ = _ranx_types()
     return Q is not None and isinstance(x, Q)
 
 # %% ../../nbs/api/metrics_ranx_compat.ipynb #3b09a386
-def is_run(x):
+def is_run(
+    x: object,  # anything
+) -> bool:
+    "True if `x` is a ranx `Run` (ranx is looked up only if already imported)."
     _, R = _ranx_types()
     return R is not None and isinstance(x, R)
 
 # %% ../../nbs/api/metrics_ranx_compat.ipynb #1cad46be
-def sorted_ids(d):
-    "Query ids sorted as ranx's Qrels sorts them."
+def sorted_ids(
+    d: Mapping,  # qrels or a run: {query id: ...}
+) -> list:
+    """Query ids sorted as ranx's Qrels sorts them: a list (insertion order if they do
+    not sort)."""
     try:
         return sorted(d)
     except TypeError:
@@ -142,8 +163,14 @@ def _dict_rows(d, qids, check) -> list:
     return rows
 
 # %% ../../nbs/api/metrics_ranx_compat.ipynb #874d13b2
-def ranx_rows(qrels, run) -> tuple:
-    "Qrels and run (one a ranx object) as query ids and [hash(doc), value] rows."
+def ranx_rows(
+    qrels: Mapping | Qrels,  # the judgments: a dict or a ranx `Qrels`
+    run: Mapping | Run,  # the ranking: a dict or a ranx `Run`
+) -> tuple:
+    """Qrels and run (one a ranx object) as query ids and [hash(doc), value] rows.
+
+    Returns `(qids, qrows, rids, rrows)`: each side's query ids in ranx's order and, per
+    query, an array of rows (document hash, label or score), every value checked."""
     if is_qrels(qrels):
         qids, qrows = _typed_rows(qrels)
     else:
