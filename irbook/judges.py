@@ -3,7 +3,7 @@
 # %% ../nbs/api/judges.ipynb #1c4a961c6c214d409f05b2ec4a911fa0
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,13 +25,13 @@ __all__ = ['GRADE_SCHEMA', 'JUDGE_PROMPT', 'Judgments', 'judge_pairs', 'threshol
 class Judgments:
     "A judge's labels as qrels `{qid: {docid: label}}`, with where they came from."
 
-    qrels: dict
+    qrels: dict  # the labels {qid: {docid: label}}
     source: str  # who judged: "function:name", "threshold:name", "answer:model", ...
     scores: dict | None = None  # the judge's raw scores, a run {qid: {docid: score}}
     threshold: float | None = None  # where the scores were cut (label 1 at or above)
     agreement: float | None = None  # the criterion's value on the human-judged pairs
     filled: int | None = None  # fill_holes: pairs labelled by the judge
-    info: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # what else the judge recorded
 
     def __len__(self) -> int:
         return sum(len(d) for d in self.qrels.values())
@@ -75,8 +75,13 @@ def _qrels_of(x) -> dict:
     return q
 
 # %% ../nbs/api/judges.ipynb #c0714254de5f4b3484f32ab23a2bdf9c
-def judge_pairs(pairs, fn, name: str | None = None) -> Judgments:
-    "Label `(qid, docid)` pairs (or `{qid: docs}`) with `fn(qid, docid) -> int`."
+def judge_pairs(
+    pairs: list | Mapping,  # (qid, docid) pairs, or {qid: docs} (a run's top k)
+    fn: Callable,  # fn(qid, docid) -> int, the label of one pair
+    name: str | None = None,  # the judge's name in `source`; None: fn's name
+) -> Judgments:
+    """Label `(qid, docid)` pairs (or `{qid: docs}`) with `fn(qid, docid) -> int`.
+    Returns `Judgments` (source `function:name`)."""
     if not callable(fn):
         raise ValueError(f"fn must be a function (qid, docid) -> int, got {fn!r}")
     qrels = {}
@@ -138,15 +143,15 @@ def _fold_of(questions: list, folds: int, seed: int) -> dict:
 
 
 def threshold_judge(
-    scores,
-    human_qrels,
+    scores: Mapping,  # a run {qid: {docid: score}}: every pair is labelled
+    human_qrels: Mapping | Judgments,  # human labels {qid: {docid: label}}
     *,
-    grid=None,
-    name: str = "scores",
-    criterion: str = "f1",
-    relevant: int = 1,
-    folds: int | None = 5,
-    seed: int = 0,
+    grid: np.ndarray | list | None = None,  # thresholds to try; None: every midpoint
+    name: str = "scores",  # the scorer's name, in `source`
+    criterion: str = "f1",  # 'f1' (F1 of the relevant class) or 'accuracy'
+    relevant: int = 1,  # a human label at or above this is relevant
+    folds: int | None = 5,  # cross-fitting groups of questions; None: one threshold
+    seed: int = 0,  # random seed of the folds
 ) -> Judgments:
     """Label every pair of `scores` (a run) 1 at or above a threshold, else 0.
 
@@ -156,7 +161,8 @@ def threshold_judge(
     Cross-fitted (`folds`): the human-judged questions are split into `folds` groups
     (seeded by `seed`), and each one's pairs are cut at the threshold fitted on the
     other groups; the other questions at the threshold fitted on all. `folds=None`:
-    one threshold, fitted on all, for every pair."""
+    one threshold, fitted on all, for every pair. Returns `Judgments` with the
+    threshold, its `agreement` and, cross-fitted, `info["held_out_agreement"]`."""
     if criterion not in _CRITERIA:
         raise ValueError(f"criterion must be one of {', '.join(_CRITERIA)}")
     if folds is not None and (
@@ -224,19 +230,20 @@ def threshold_judge(
 
 # %% ../nbs/api/judges.ipynb #44e40bf8f1df4b03b26f9acf227d6c84
 def answer_judge(
-    answers,
-    texts,
-    model: str = MINILM,
-    threshold: float = 0.5,
+    answers: Mapping,  # {qid: gold answer}
+    texts: Mapping,  # {docid: text}
+    model: str = MINILM,  # the sentence-transformers model that embeds both
+    threshold: float = 0.5,  # label 1 where cosine(answer, text) >= threshold
     *,
-    pairs=None,
-    encoder: Encoder | None = None,
+    pairs: list | Mapping | None = None,  # pairs to judge; None: all texts, all answers
+    encoder: Encoder | None = None,  # an encoder to use instead of `model`
 ) -> Judgments:
     """Label pairs 1 where cosine(gold answer, text) >= `threshold`, else 0.
 
     `answers`: `{qid: answer}`; `texts`: `{docid: text}`; `pairs`: which (qid, docid)
     to judge (default: every text for every answer). `encoder` replaces the model
-    (any `irbook.search.dense.Encoder`)."""
+    (any `irbook.search.dense.Encoder`). Returns `Judgments` with the cosines as
+    `scores`."""
     answers, texts = as_queries(answers), as_docs(texts)
     todo = (
         _pairs(pairs) if pairs is not None else [(q, d) for q in answers for d in texts]
@@ -296,28 +303,34 @@ Reply with JSON only, no other text: {{"grade": G}}, where G is 0, 1, 2 or 3.
 </passage>"""
 
 
-def judge_prompt(query: str, passage: str, max_chars: int = 4000) -> str:
-    "The grading prompt for one pair, the passage cut to `max_chars` characters."
+def judge_prompt(
+    query: str,  # the question
+    passage: str,  # the document's text
+    max_chars: int = 4000,  # the passage is cut to this many characters
+) -> str:
+    """The grading prompt (a str) for one pair, the passage cut to `max_chars`
+    characters."""
     check_k(max_chars, "judge_prompt", "max_chars")
     return JUDGE_PROMPT.format(query=query.strip(), passage=passage.strip()[:max_chars])
 
 # %% ../nbs/api/judges.ipynb #4ea61cf0080841beac51cb00f39050f1
 def llm_judge(
-    pairs,
-    texts,
-    queries,
-    config: LLMConfig | None = None,
+    pairs: list | Mapping,  # (qid, docid) pairs, or {qid: docs} (a run's top k)
+    texts: Mapping,  # {docid: text}
+    queries: Mapping,  # {qid: text}
+    config: LLMConfig | None = None,  # the endpoint; None: the IRBOOK_LLM_* variables
     *,
-    client: LLMClient | None = None,
-    errors: str = "raise",
-    max_chars: int = 4000,
-    progress: bool = False,
+    client: LLMClient | None = None,  # a client to use instead of `config`'s
+    errors: str = "raise",  # 'raise' on a reply that is not a grade, or 'skip' the pair
+    max_chars: int = 4000,  # each passage is cut to this many characters
+    progress: bool = False,  # show a progress bar
 ) -> Judgments:
     """Grade each (qid, docid) pair 0-3 with an LLM (UMBRELA-style `JUDGE_PROMPT`).
 
     `texts`: `{docid: text}`; `queries`: `{qid: text}`; `config` or `client`: the
     OpenAI-compatible endpoint (default: the IRBOOK_LLM_* variables). `errors`:
-    "raise" on a reply that is not a grade, or "skip" the pair."""
+    "raise" on a reply that is not a grade, or "skip" the pair. Returns `Judgments`
+    (source `llm:model`); `info` holds the skipped pairs and the client's counts."""
     if errors not in ("raise", "skip"):
         raise ValueError(f"errors must be 'raise' or 'skip', got {errors!r}")
     texts, queries = as_docs(texts), as_queries(queries)
@@ -355,9 +368,16 @@ def _runs(run) -> dict:
 
 
 def fill_holes(
-    run, human_qrels, judge_qrels, k: int = 10, convention: str = "ranx"
+    run: Mapping | list,  # a run {qid: {docid: score}}, runs, or {name: run}
+    human_qrels: Mapping | Judgments,  # human labels {qid: {docid: label}}
+    judge_qrels: Mapping | Judgments,  # the judge's labels (only holes are used)
+    k: int = 10,  # depth: the holes of each run's top k are filled
+    convention: str = "ranx",  # the tie order of the ranking: 'ranx', 'trec_eval', ...
 ) -> Judgments:
-    "Human qrels, plus the judge's label for each unjudged doc in the runs' top `k`."
+    """Human qrels, plus the judge's label for each unjudged doc in the runs' top `k`.
+
+    Returns `Judgments`: `filled` counts the judge's labels used; `info` holds that
+    count per run (`per_run`) and the holes the judge did not label (`unlabelled`)."""
     k = check_k(k, "fill_holes")
     human, judge = _qrels_of(human_qrels), _qrels_of(judge_qrels)
     qrels = {q: dict(d) for q, d in human.items()}
