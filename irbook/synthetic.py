@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,15 +43,18 @@ ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY = (
 class LLMConfig:
     "Where the chat endpoint is: base URL, model name and API key."
 
-    base_url: str
-    model: str
-    api_key: str = field(default="", repr=False)
+    base_url: str  # the endpoint, e.g. http://localhost:8000/v1
+    model: str  # the model name the endpoint serves
+    api_key: str = field(default="", repr=False)  # a Bearer token; '': none sent
 
 # %% ../nbs/api/synthetic.ipynb #8861da44
 def llm_config(
-    base_url: str | None = None, model: str | None = None, api_key: str | None = None
+    base_url: str | None = None,  # None: $IRBOOK_LLM_BASE_URL
+    model: str | None = None,  # None: $IRBOOK_LLM_MODEL
+    api_key: str | None = None,  # None: $IRBOOK_LLM_API_KEY ('' if unset)
 ) -> LLMConfig | None:
-    "The endpoint from the arguments or IRBOOK_LLM_* variables; None if incomplete."
+    """The endpoint from the arguments or the IRBOOK_LLM_* variables. Returns an
+    `LLMConfig`, or None when the URL or the model is missing."""
     url = base_url or os.environ.get(ENV_LLM_URL, "")
     model = model or os.environ.get(ENV_LLM_MODEL, "")
     key = api_key if api_key is not None else os.environ.get(ENV_LLM_KEY, "")
@@ -68,7 +72,11 @@ class LLMError(Exception):
 class LLMReplyError(LLMError):
     "The endpoint answered, but not with the JSON asked for (`.raw` holds it)."
 
-    def __init__(self, msg: str, raw: str = ""):
+    def __init__(
+        self,
+        msg: str,  # what is wrong with the reply
+        raw: str = "",  # the reply as received
+    ):
         super().__init__(msg)
         self.raw = raw
 
@@ -76,8 +84,12 @@ class LLMReplyError(LLMError):
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
-def parse_json_reply(text: str, schema: dict | None = None):
-    "A chat reply parsed as JSON and validated against `schema` (or LLMReplyError)."
+def parse_json_reply(
+    text: str,  # the reply text (a ```json fence is allowed)
+    schema: dict | None = None,  # a JSON schema the object must satisfy
+) -> object:
+    """A chat reply parsed as JSON and validated against `schema`. Returns the parsed
+    object; raises `LLMReplyError` when it is not JSON or not valid."""
     if not isinstance(text, str):
         raise LLMReplyError(f"reply is {type(text).__name__}, not text", str(text))
     body = text.strip()
@@ -106,16 +118,16 @@ class LLMClient:
 
     def __init__(
         self,
-        config: LLMConfig | None = None,
+        config: LLMConfig | None = None,  # the endpoint; None: `llm_config()`
         *,
-        timeout: float = 60,
-        retries: int = 4,
-        backoff: float = 1.0,
-        max_wait: float = 60,
-        temperature: float = 0.0,
-        cache: bool = True,
-        cache_root=None,
-        sleep=time.sleep,
+        timeout: float = 60,  # seconds to wait for one answer
+        retries: int = 4,  # tries after a failed one (429, 5xx, timeout)
+        backoff: float = 1.0,  # first wait (s), doubled per try; Retry-After wins
+        max_wait: float = 60,  # the longest wait between tries (s)
+        temperature: float = 0.0,  # sampling temperature sent with every prompt
+        cache: bool = True,  # keep replies on disk: a prompt is sent once
+        cache_root: str | Path | None = None,  # the cache folder; None: cache_dir()/llm
+        sleep: Callable = time.sleep,  # waits n seconds (tests pass a fake)
     ):
         self.config = config or llm_config()
         if self.config is None:
@@ -135,8 +147,13 @@ class LLMClient:
         )
         self.stats = Counter()
 
-    def key(self, prompt: str, system: str = "") -> str:
-        "Cache key: SHA-256 of the model name, the system prompt and the prompt."
+    def key(
+        self,
+        prompt: str,  # the user prompt
+        system: str = "",  # the system prompt
+    ) -> str:
+        """Cache key (a str): SHA-256 of the model name, the system prompt and the
+        prompt."""
         return hashlib.sha256(
             json.dumps([self.config.model, system, prompt]).encode()
         ).hexdigest()
@@ -144,8 +161,12 @@ class LLMClient:
     def _path(self, key: str) -> Path:
         return self.cache_root / key[:2] / f"{key}.json"
 
-    def cached(self, prompt: str, system: str = "") -> str | None:
-        "The cached reply text for this prompt, or None."
+    def cached(
+        self,
+        prompt: str,  # the user prompt
+        system: str = "",  # the system prompt
+    ) -> str | None:
+        "The cached reply text for this prompt (a str), or None."
         if not self.cache_root:
             return None
         p = self._path(self.key(prompt, system))
@@ -219,8 +240,15 @@ class LLMClient:
                 "the endpoint's response is not a chat completion", body[:500]
             ) from None
 
-    def ask(self, prompt: str, schema: dict | None = None, system: str = ""):
-        "Send `prompt`; its reply parsed as JSON and checked against `schema`."
+    def ask(
+        self,
+        prompt: str,  # the user prompt
+        schema: dict | None = None,  # a JSON schema the reply must satisfy
+        system: str = "",  # the system prompt
+    ) -> object:
+        """Send `prompt` (or read its cached reply). Returns the reply parsed as JSON
+        and checked against `schema`; raises `LLMError` (`LLMReplyError` for a bad
+        reply)."""
         reply = self.cached(prompt, system)
         if reply is not None:
             self.stats["cache_hits"] += 1
@@ -236,13 +264,20 @@ class LLMClient:
         return obj
 
 # %% ../nbs/api/synthetic.ipynb #32aa6dcd
-def book_pages(size: int = 500, chapters: list[int] | None = None) -> dict:
-    "The chapters cut into 'pages' of about `size` words: {page_id: Chunk}."
+def book_pages(
+    size: int = 500,  # words per page
+    chapters: list[int] | None = None,  # chapter numbers; None: all
+) -> dict:
+    """The chapters cut into 'pages' of about `size` words. Returns a dict {page_id:
+    Chunk}."""
     return chunk_book("tokens", chapters=chapters, size=size)
 
 # %% ../nbs/api/synthetic.ipynb #5127bc8b
-def snippet(text: str, n: int = 80) -> str:
-    "The first `n` characters of `text` on one line."
+def snippet(
+    text: str,  # any text
+    n: int = 80,  # characters kept
+) -> str:
+    "The first `n` characters of `text` on one line (a str)."
     t = " ".join(str(text).split())
     return t if len(t) <= n else t[: n - 3] + "..."
 
@@ -298,21 +333,29 @@ Reply with JSON only, no other text, exactly in this form:
 </page>"""
 
 
-def qa_prompt(page_text: str, n: int = 3) -> str:
-    "The generation prompt for one page."
+def qa_prompt(
+    page_text: str,  # the page the questions are about
+    n: int = 3,  # questions asked for
+) -> str:
+    "The generation prompt for one page (a str)."
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
     return QA_PROMPT.format(n=n, page=page_text.strip())
 
 # %% ../nbs/api/synthetic.ipynb #953014f9
 @functools.lru_cache(maxsize=65536)
-def flat_text(text: str) -> str:
-    "`normalize`d text with every run of white space collapsed to one space."
+def flat_text(
+    text: str,  # any text
+) -> str:
+    "`normalize`d text with every run of white space collapsed to one space (a str)."
     return " ".join(normalize(text).split())
 
 # %% ../nbs/api/synthetic.ipynb #2b8179df
-def citation_score(citation: str, text: str) -> float:
-    "How well `citation` occurs in `text`, 0-100 (100 if verbatim)."
+def citation_score(
+    citation: str,  # a passage quoted by the LLM
+    text: str,  # the page it should come from
+) -> float:
+    "How well `citation` occurs in `text`: a float from 0 to 100 (100 if verbatim)."
     from rapidfuzz import fuzz
 
     c, t = flat_text(citation), flat_text(text)
@@ -325,24 +368,25 @@ def citation_score(citation: str, text: str) -> float:
 class QAPair:
     "A question with its answer and supporting passages, from an LLM or the benchmark."
 
-    qid: str
-    chapter: int
-    question: str
-    answer: str
-    citations: tuple[str, ...]
-    page: str | None = None
-    source: str = "llm"
+    qid: str  # its id: '<page>_q<i>' or the benchmark's
+    chapter: int  # the chapter it is about
+    question: str  # the question
+    answer: str  # the answer
+    citations: tuple[str, ...]  # passages that support the answer
+    page: str | None = None  # the page it was generated from (None: benchmark)
+    source: str = "llm"  # 'llm' or 'benchmark'
 
 # %% ../nbs/api/synthetic.ipynb #9854af71
 def generate_qa(
-    pages: dict,
-    client: LLMClient,
-    n: int = 3,
-    min_ratio: float = 95,
-    summary: Summary | None = None,
-    progress: bool = True,
+    pages: dict,  # {page_id: Chunk or text} (`book_pages`)
+    client: LLMClient,  # the LLM endpoint
+    n: int = 3,  # questions asked for per page
+    min_ratio: float = 95,  # a citation's least `citation_score` on its page
+    summary: Summary | None = None,  # counts of what happened are added here
+    progress: bool = True,  # show a progress bar
 ) -> tuple[list, Summary]:
-    "Ask `client` for QA pairs per page; keep pairs with a citation found on the page."
+    """Ask `client` for QA pairs per page; keep pairs with a citation found on the page.
+    Returns (the kept `QAPair`s, the summary)."""
     summary = (
         summary or Summary()
     ).expect(  # every event shows, even if it never happens
@@ -408,9 +452,11 @@ def generate_qa(
 
 # %% ../nbs/api/synthetic.ipynb #032d561c
 def benchmark_pairs(
-    questions: list, summary: Summary | None = None
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[list, Summary]:
-    "fastbook-benchmark questions as QAPairs (source 'benchmark')."
+    """fastbook-benchmark questions with a cited context as QAPairs (source
+    'benchmark'). Returns (the pairs, the summary)."""
     summary = (summary or Summary()).expect(
         "benchmark",
         (
