@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -17,8 +18,11 @@ from .part2 import FUSIONS, maxp_runs, part2_systems
 from .search.colbert import pseudo_queries
 from .search.fulltext import tokenize
 from .stats import resample_means
-from .synthetic import generate_qa
+from .synthetic import LLMClient, generate_qa
 from .unjudged import holes
+
+if TYPE_CHECKING:  # matplotlib is imported on use
+    import matplotlib.pyplot as plt
 
 # %% auto #0
 __all__ = ['CLOZE', 'HEADER', 'SYSTEMS', 'LEXICAL', 'NEURAL', 'SHORT', 'SynthQuery', 'offline_queries', 'llm_queries',
@@ -31,9 +35,9 @@ __all__ = ['CLOZE', 'HEADER', 'SYSTEMS', 'LEXICAL', 'NEURAL', 'SHORT', 'SynthQue
 class SynthQuery:
     "A generated query: id, chapter, text, its gold chunks, its generator, an answer."
 
-    qid: str
-    chapter: int
-    text: str
+    qid: str  # the query's id: ic (cloze) or hs (header), chapter, number
+    chapter: int  # the chapter it was made from
+    text: str  # the query
     positives: tuple[str, ...]  # ids of the chunks it was made from
     generator: str  # "inverse cloze", "header → section", "LLM (<model>)"
     answer: str = ""  # what the chunk says in reply; "" when the generator has none
@@ -57,9 +61,13 @@ def _sections(chunks: dict) -> dict:
 
 
 def offline_queries(
-    chunks: dict, chapters=None, seed: int = 0, summary: Summary | None = None
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    chapters: list | None = None,  # chapter numbers; None: every chapter of `chunks`
+    seed: int = 0,  # random seed of the pseudo-queries
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[list, Summary]:
-    "Inverse-cloze and header queries of `chapters`, each labelled with its chunks."
+    """Inverse-cloze and header queries of `chapters`, each labelled with its chunks.
+    Returns (a list of `SynthQuery`, the `Summary`)."""
     summary, stage = summary if summary is not None else Summary(), "offline set"
     lost = "sentence not in exactly one chunk (dropped)"
     blank, empty = "query with no tokens (dropped)", "chapter with no chunk (skipped)"
@@ -93,9 +101,14 @@ def offline_queries(
 
 # %% ../nbs/api/synthetic_eval.ipynb #3b7a6fbe
 def llm_queries(
-    pages: dict, chunks: dict, client, n: int = 3, summary: Summary | None = None
+    pages: dict,  # {page id: Chunk or text} (`book_pages`)
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    client: LLMClient,  # the LLM endpoint
+    n: int = 3,  # questions asked for per page
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[list, Summary]:
-    "Chapter 20's generated questions, their citations mapped to `chunks` (ch. 31)."
+    """Chapter 20's generated questions, their citations mapped to `chunks` (ch. 21).
+    Returns (a list of `SynthQuery`, the `Summary`)."""
     summary = summary if summary is not None else Summary()
     pairs, summary = generate_qa(pages, client, n, summary=summary, progress=False)
     if not pairs:
@@ -109,8 +122,13 @@ def llm_queries(
     ], summary
 
 # %% ../nbs/api/synthetic_eval.ipynb #5e8d7e38
-def gold_qrels(queries: list, chunks: dict, summary: Summary | None = None) -> dict:
-    "Qrels of generated queries (their chunks) or benchmark questions (contexts)."
+def gold_qrels(
+    queries: list,  # `SynthQuery`s, or benchmark questions with contexts
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    summary: Summary | None = None,  # counts of what happened are added here
+) -> dict:
+    """Qrels of generated queries (their chunks) or benchmark questions (contexts): a
+    dict {qid: {chunk id: 1}}, queries without a gold chunk left out."""
     summary = summary if summary is not None else Summary()
     stage, none = "gold chunks", "query with no gold chunk (not scored)"
     summary.expect(stage, ("queries", none))
@@ -139,8 +157,14 @@ SYSTEMS = (
 LEXICAL, NEURAL = SYSTEMS[:3], SYSTEMS[3:6]
 
 
-def system_runs(chunks: dict, queries: list, k: int = 10, colbert: bool = True) -> dict:
-    "Cached top-`k` runs of Part II's untuned systems for any query set."
+def system_runs(
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    queries: list,  # the queries (`SynthQuery`s or questions)
+    k: int = 10,  # depth of each run
+    colbert: bool = True,  # include the late-interaction systems
+) -> dict:
+    """Cached top-`k` runs of Part II's untuned systems for any query set: a dict
+    {system: run}, in `SYSTEMS` order."""
     rrf = {n: f for n, f in FUSIONS.items() if f[0] == "rrf"}  # nothing to tune
     runs, _ = part2_systems(
         chunks, queries, (), k, fusions=rrf, colbert=colbert, paragraphs=False
@@ -156,12 +180,12 @@ class Agreement:
 
     table: pd.DataFrame  # per system: human, synthetic, deviation (relative)
     r: float  # Pearson r of the systems' means
-    r_ci: tuple
+    r_ci: tuple  # r's bootstrap interval (low, high)
     tau: float  # Kendall's tau-b of the systems' means
-    tau_ci: tuple
+    tau_ci: tuple  # tau's bootstrap interval (low, high)
     same_best_share: float  # share of resamples with the same best (first of ties)
-    n_human: int
-    n_synthetic: int
+    n_human: int  # questions in the human set
+    n_synthetic: int  # queries in the synthetic set
     human_top: Comparison  # the human set's best system against every other
     synthetic_top: Comparison  # the same on the synthetic set
 
@@ -227,14 +251,15 @@ def _top_of(c: Comparison) -> tuple:
 
 
 def agreement(
-    human: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    B: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
-    metric: str = "score",
+    human: pd.DataFrame,  # per-query scores on the human set: questions x systems
+    synthetic: pd.DataFrame,  # the same on the synthetic set (its own queries)
+    B: int = 1000,  # bootstrap resamples
+    alpha: float = 0.05,  # level: 1 - alpha intervals
+    seed: int = 0,  # random seed (the synthetic set's resamples use seed + 1)
+    metric: str = "score",  # the metric's name in the two comparisons
 ) -> Agreement:
-    "Means, relative deviation, r and tau with bootstrap CIs; each set's top (engine)."
+    """Means, relative deviation, r and tau with bootstrap CIs; each set's top (engine).
+    Returns an `Agreement`."""
     systems = [s for s in human.columns if s in synthetic.columns]
     if len(systems) < 3:
         raise ValueError(f"need at least 3 systems in both tables, got {systems}")
@@ -257,13 +282,14 @@ def agreement(
 
 # %% ../nbs/api/synthetic_eval.ipynb #33f11e42
 def deviation_interval(
-    human: pd.DataFrame,
-    synthetic: pd.DataFrame,
-    B: int = 1000,
-    alpha: float = 0.05,
-    seed: int = 0,
+    human: pd.DataFrame,  # per-query scores on the human set: questions x systems
+    synthetic: pd.DataFrame,  # the same on the synthetic set (its own queries)
+    B: int = 1000,  # bootstrap resamples
+    alpha: float = 0.05,  # level: a 1 - alpha interval
+    seed: int = 0,  # random seed (the synthetic set's resamples use seed + 1)
 ) -> tuple[float, float, float]:
-    "Mean |relative deviation| of the systems' means, with a bootstrap interval."
+    """Mean |relative deviation| of the systems' means, with a bootstrap interval:
+    (point, low, high)."""
     systems = [s for s in human.columns if s in synthetic.columns]
     h, s = human[systems], synthetic[systems]
     point = float(((s.mean() - h.mean()) / h.mean()).abs().mean())
@@ -292,13 +318,14 @@ def _mean_intervals(c: Comparison) -> pd.DataFrame:
 
 
 def plot_agreement(
-    a: Agreement,
-    ax=None,
-    metric: str = "",
-    short: dict | None = None,
-    fontsize: float = 9,
-):
-    "Human vs synthetic mean of every system with 95% intervals, numbered, and y = x."
+    a: Agreement,  # the agreement to draw
+    ax: plt.Axes | None = None,  # Axes to draw on; None: a new figure
+    metric: str = "",  # the metric's name, on the axes' labels
+    short: dict | None = None,  # {system: short name} for the key; None: full names
+    fontsize: float = 9,  # font size of the numbers and the key
+) -> plt.Axes:
+    """Human vs synthetic mean of every system with 95% intervals, numbered, and y = x.
+    Returns the matplotlib Axes."""
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
     ax = ax or plt.subplots(figsize=(5, 5))[1]
@@ -345,8 +372,12 @@ def plot_agreement(
     return ax
 
 # %% ../nbs/api/synthetic_eval.ipynb #d32bb01b
-def score_tables(sets: dict, metrics) -> dict:
-    "{(set, metric): queries x systems table} for `sets` = {name: (runs, qrels)}."
+def score_tables(
+    sets: dict,  # {set name: (runs, qrels)}, runs a dict {system: run}
+    metrics: list,  # metric names
+) -> dict:
+    """{(set, metric): queries x systems table} for `sets` = {name: (runs, qrels)}: a
+    dict of DataFrames."""
     tables = {}
     for name, (runs, qrels) in sets.items():
         t = per_query_table(
@@ -361,9 +392,12 @@ def score_tables(sets: dict, metrics) -> dict:
 
 
 def mean_scores(
-    tables: dict, human: str = "human", synthetic: str = "synthetic"
+    tables: dict,  # `score_tables`' output
+    human: str = "human",  # the human set's name in `tables`
+    synthetic: str = "synthetic",  # the synthetic set's name
 ) -> pd.DataFrame:
-    "Each table's mean per system, and per metric the relative deviation of the sets."
+    """Each table's mean per system, and per metric the relative deviation of the sets.
+    Returns a DataFrame: systems x (set or 'deviation', metric)."""
     scores = pd.DataFrame({k: t.mean() for k, t in tables.items()})
     for m in dict.fromkeys(m for _, m in tables):
         h, s = scores[(human, m)], scores[(synthetic, m)]
@@ -381,8 +415,13 @@ SHORT = {
 }
 
 
-def plot_agreements(agree: dict, short: dict | None = SHORT, width: float = 7):
-    "One `plot_agreement` panel per {metric: Agreement}, stacked; returns the figure."
+def plot_agreements(
+    agree: dict,  # {metric: Agreement}
+    short: dict | None = SHORT,  # {system: short name} for the keys; None: full names
+    width: float = 7,  # the figure's width in inches
+) -> plt.Figure:
+    """One `plot_agreement` panel per {metric: Agreement}, stacked. Returns the
+    matplotlib Figure."""
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
     fig, axes = plt.subplots(len(agree), 1, figsize=(width, 4.2 * len(agree)))
@@ -393,9 +432,12 @@ def plot_agreements(agree: dict, short: dict | None = SHORT, width: float = 7):
 
 # %% ../nbs/api/synthetic_eval.ipynb #0b5e34ae
 def lexical_gap(
-    parts: dict, lexical: tuple = LEXICAL, neural: tuple = NEURAL
+    parts: dict,  # {set name: questions x systems table}
+    lexical: tuple = LEXICAL,  # the lexical systems' names
+    neural: tuple = NEURAL,  # the neural systems' names
 ) -> pd.DataFrame:
-    "Per {name: queries x systems table}: queries, lexical and neural means, the gap."
+    """Per {name: queries x systems table}: queries, lexical and neural means, the gap.
+    Returns a DataFrame, one row per set."""
     gap = pd.DataFrame(
         {
             name: {
@@ -411,13 +453,14 @@ def lexical_gap(
 
 
 def gap_shift(
-    human: pd.DataFrame,
-    synth: pd.DataFrame,
-    B: int = 1000,
-    lexical: tuple = LEXICAL,
-    neural: tuple = NEURAL,
+    human: pd.DataFrame,  # per-query scores on the human set: questions x systems
+    synth: pd.DataFrame,  # the same on the synthetic set (its own queries)
+    B: int = 1000,  # bootstrap resamples
+    lexical: tuple = LEXICAL,  # the lexical systems' names
+    neural: tuple = NEURAL,  # the neural systems' names
 ) -> tuple[float, float]:
-    "95% bootstrap interval of the lexical - neural gap on `synth` minus on `human`."
+    """95% bootstrap interval (low, high) of the lexical - neural gap on `synth` minus
+    on `human`."""
     cols = list(lexical) + list(neural)
     gaps = [
         m[:, : len(lexical)].mean(axis=1) - m[:, len(lexical) :].mean(axis=1)
@@ -427,13 +470,21 @@ def gap_shift(
     return float(lo), float(hi)
 
 # %% ../nbs/api/synthetic_eval.ipynb #56e04717
-def pooled(h: pd.DataFrame) -> float:
-    "Unjudged chunks over retrieved chunks, summed over the queries of a hole report."
+def pooled(
+    h: pd.DataFrame,  # a hole report (`irbook.unjudged.holes`)
+) -> float:
+    """Unjudged chunks over retrieved chunks, summed over the queries of a hole report:
+    a float."""
     return h.unjudged.sum() / h.retrieved.sum()
 
 
-def unjudged_share(runs: dict, qrels: dict, k: int = 10) -> tuple:
-    "Per system, the share of its top-k chunks nobody judged; and the hole reports."
+def unjudged_share(
+    runs: dict,  # {system: run}
+    qrels: dict,  # the judgments; each run is restricted to their queries
+    k: int = 10,  # depth: the top k of each run
+) -> tuple:
+    """Per system, the share of its top-k chunks nobody judged; and the hole reports.
+    Returns (a Series {system: share}, {system: hole report})."""
     rep = {
         s: holes(qrels, restrict(r, qrels), k, make_comparable=True)
         for s, r in runs.items()
@@ -441,8 +492,11 @@ def unjudged_share(runs: dict, qrels: dict, k: int = 10) -> tuple:
     return pd.Series({s: pooled(h) for s, h in rep.items()}), rep
 
 
-def rank_by_bounds(between: pd.DataFrame) -> pd.DataFrame:
-    "Each system's rank by its lower and by its upper bound, per metric."
+def rank_by_bounds(
+    between: pd.DataFrame,  # systems x (lower or upper, metric): `bounds`' two columns
+) -> pd.DataFrame:
+    """Each system's rank by its lower and by its upper bound, per metric: a DataFrame
+    of ints, columns (rank by lower or upper, metric); 1 is the best."""
     return pd.concat(
         {
             f"rank by {b}": between[b].rank(ascending=False, method="min")
