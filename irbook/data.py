@@ -16,10 +16,17 @@ import urllib.request
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 from fastcore.xtras import atomic_save
 from tqdm.auto import tqdm
+
+if TYPE_CHECKING:  # annotations only: pandas and ranx are imported on use
+    from collections.abc import Callable
+
+    import pandas as pd
+    from ranx import Qrels, Run
 
 # %% auto #0
 __all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'ENV_URL_HOST', 'FASTBOOK_CHAPTERS', 'JQARA_RUN_SHA256', 'JQARA_RUNS',
@@ -44,10 +51,10 @@ ENV_URL_HOST = "IRBOOK_TEST_URL_HOST"
 class Source:
     "One external file: its name in a data dir, public URL, sha256 and licence."
 
-    name: str
-    url: str | None
-    sha256: str | None
-    licence: str
+    name: str  # its path in a data dir or the cache, e.g. 'jqara/qrels.trec'
+    url: str | None  # public URL at a fixed commit; None: no download
+    sha256: str | None  # hex sha256 of its bytes; None: not checked
+    licence: str  # the licence it is used under
 
 # %% ../nbs/api/data.ipynb #0799c54d
 _GH = "https://raw.githubusercontent.com"
@@ -262,8 +269,11 @@ def cache_dir() -> Path:
     return Path(d).expanduser() if d else Path(platformdirs.user_cache_dir("irbook"))
 
 # %% ../nbs/api/data.ipynb #b7d78451
-def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
-    "Hex sha256 of a file, read in chunks."
+def sha256_file(
+    path: Path | str,  # the file
+    chunk: int = 1 << 20,  # bytes read at a time
+) -> str:
+    "Hex sha256 of a file (a str of 64 hex digits), read in chunks."
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while b := f.read(chunk):
@@ -272,13 +282,14 @@ def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
 
 # %% ../nbs/api/data.ipynb #a1076c39
 def download(
-    url: str,
-    dest: Path | str,
-    sha256: str | None = None,
-    timeout: float = 60,
-    progress: bool = True,
+    url: str,  # what to download
+    dest: Path | str,  # where the file goes (written only if complete)
+    sha256: str | None = None,  # expected hex sha256; None: not checked
+    timeout: float = 60,  # seconds to wait for the server
+    progress: bool = True,  # show a progress bar
 ) -> Path:
-    "Download `url` to `dest` atomically, checking size and `sha256`."
+    """Download `url` to `dest` atomically, checking size and `sha256`. Returns `dest`
+    as a Path; raises `ChecksumError` or `DataError` and leaves no file on a failure."""
     dest, h, n = Path(dest), hashlib.sha256(), 0
     try:  # fastcore's atomic_save: a temp file, renamed only if the block completes
         with (
@@ -328,13 +339,15 @@ def _mapped(url: str) -> str:
 
 # %% ../nbs/api/data.ipynb #176f4c75
 def fetch(
-    name: str | Source,
+    name: str | Source,  # a `SOURCES` name, or a `Source` outside the registry
     *,
-    url: str | None = None,
-    offline: bool | None = None,
-    progress: bool = True,
+    url: str | None = None,  # download from here instead of the source's URL
+    offline: bool | None = None,  # never download; None: `IRBOOK_OFFLINE`
+    progress: bool = True,  # show a progress bar while downloading
 ) -> Path:
-    "Verified local copy of source `name` (or of a `Source`): offline, cache, download."
+    """Verified local copy of source `name` (or of a `Source`): `IRBOOK_DATA` first,
+    then the cache, then a download. Returns its Path; raises `DataNotFound` when none
+    works."""
     if isinstance(name, Source):  # a file outside the registry (see chapter 18)
         src, name = name, name.name
     elif name not in SOURCES:
@@ -374,8 +387,12 @@ def fetch(
         ) from e
 
 # %% ../nbs/api/data.ipynb #0b91e933
-def lfs_sha256(url: str, timeout: float = 30) -> str:
-    "The sha256 a Hugging Face `resolve` URL's Git LFS pointer names (at its commit)."
+def lfs_sha256(
+    url: str,  # a Hugging Face `.../resolve/<commit>/<file>` URL
+    timeout: float = 30,  # seconds to wait for the server
+) -> str:
+    """The sha256 a Hugging Face `resolve` URL's Git LFS pointer names (at its commit).
+    Returns 64 hex digits (a str)."""
     raw = url.replace("/resolve/", "/raw/", 1)
     if raw == url:
         raise ValueError(f"not a Hugging Face resolve URL: {url}")
@@ -429,8 +446,12 @@ def _read_json(path: Path, name: str):
         _reject(path, f"{name} ({path}) is not valid JSON: {e}")
 
 # %% ../nbs/api/data.ipynb #9675c029
-def load_notebook(path: Path | str, name: str | None = None) -> dict:
-    "A Jupyter notebook file as a dict; anything but nbformat 4 with cells is rejected."
+def load_notebook(
+    path: Path | str,  # the .ipynb file
+    name: str | None = None,  # its name in error messages; None: `path`
+) -> dict:
+    """A Jupyter notebook file as a dict; anything but nbformat 4 with cells is rejected
+    (`MalformedData`)."""
     name = name or str(path)
     nb = _read_json(Path(path), name)
     if (
@@ -445,7 +466,9 @@ def load_notebook(path: Path | str, name: str | None = None) -> dict:
     return nb
 
 # %% ../nbs/api/data.ipynb #0adb804f
-def load_fastbook_chapter(chapter: int) -> dict:
+def load_fastbook_chapter(
+    chapter: int,  # 1, 2, 4, 8, 9, 10 or 13 (`FASTBOOK_CHAPTERS`)
+) -> dict:
     "fastbook chapter `chapter` (1, 2, 4, 8, 9, 10 or 13) as an nbformat-4 dict."
     if chapter not in FASTBOOK_CHAPTERS:
         raise ValueError(
@@ -461,8 +484,9 @@ def load_benchmark() -> dict:
     return _json_with("fastbook-benchmark.json", "questions")
 
 # %% ../nbs/api/data.ipynb #101ac217
-def load_fts_keywords():
-    "The author's LLM-written full-text-search keywords, one row per question."
+def load_fts_keywords() -> pd.DataFrame:
+    """The author's LLM-written full-text-search keywords. Returns a DataFrame, one row
+    per question: chapter, question_number, question_text, keywords."""
     import pandas as pd
 
     name = "fts_keywords.csv"
@@ -475,7 +499,7 @@ def load_fts_keywords():
     return df
 
 # %% ../nbs/api/data.ipynb #e3a972e3
-def load_jqara_qrels():
+def load_jqara_qrels() -> Qrels:
     "JQaRA test judgements (1,667 questions x 100 candidates) as a ranx `Qrels`."
     from ranx import Qrels
 
@@ -488,7 +512,9 @@ def load_jqara_qrels():
     return q
 
 # %% ../nbs/api/data.ipynb #6e8c304c
-def load_jqara_run(run_name: str):
+def load_jqara_run(
+    run_name: str,  # one of `JQARA_RUNS`, e.g. 'bm25'
+) -> Run:
     "The published JQaRA ranking `run_name` (see `JQARA_RUNS`) as a named ranx `Run`."
     from ranx import Run
 
@@ -528,8 +554,9 @@ def _leaderboard_row(line: str, family: str) -> dict | None:
     }
 
 # %% ../nbs/api/data.ipynb #4ff2c072
-def load_jqara_leaderboard():
-    "JQaRA's published leaderboard: nDCG@10 and MRR@10 per run, with the model family."
+def load_jqara_leaderboard() -> pd.DataFrame:
+    """JQaRA's published leaderboard. Returns a DataFrame indexed by run: family (the
+    model family), ndcg@10, mrr@10."""
     import pandas as pd
 
     name = "jqara/README.md"
@@ -575,8 +602,12 @@ def _bench_dirs() -> list:
     return dirs + [root / "bench" / "results"]
 
 # %% ../nbs/api/data.ipynb #78a002a9
-def bench_record(name: str, offline: bool | None = None) -> dict:
-    "The record `bench/results/<name>.json`: `IRBOOK_BENCH`, the checkout, or download."
+def bench_record(
+    name: str,  # the record's file stem, e.g. 'small_n'
+    offline: bool | None = None,  # never download; None: `IRBOOK_OFFLINE`
+) -> dict:
+    """The record `bench/results/<name>.json` as a dict: from `IRBOOK_BENCH`, the
+    checkout, the cache or a download."""
     if not re.fullmatch(r"[\w.-]+", name or ""):
         raise ValueError(f"a bench record is named by its file stem, got {name!r}")
     for d in _bench_dirs():
@@ -607,8 +638,11 @@ def bench_record(name: str, offline: bool | None = None) -> dict:
 MARKER = "irbook-complete.json"
 
 
-def folder_hashes(folder) -> dict:
-    "SHA-256 of every file below `folder` (relative path -> hex), the marker left out."
+def folder_hashes(
+    folder: Path | str,  # the folder
+) -> dict:
+    """SHA-256 of every file below `folder`, the marker left out. Returns `{relative
+    path: hex}`."""
     folder = Path(folder)
     return {
         str(p.relative_to(folder)): sha256_file(p)
@@ -617,8 +651,12 @@ def folder_hashes(folder) -> dict:
     }
 
 # %% ../nbs/api/data.ipynb #78f8fd9d
-def folder_is_complete(folder, key: str) -> bool:
-    "True if `build_folder` finished `folder` for `key` and no file changed since."
+def folder_is_complete(
+    folder: Path | str,  # a folder `build_folder` wrote
+    key: str,  # the settings it must have been built for
+) -> bool:
+    """True if `build_folder` finished `folder` for `key` and no file changed since (a
+    bool)."""
     folder = Path(folder)
     try:
         m = json.loads((folder / MARKER).read_text())
@@ -629,8 +667,14 @@ def folder_is_complete(folder, key: str) -> bool:
     return folder_hashes(folder) == m["files"]
 
 # %% ../nbs/api/data.ipynb #84c27eca
-def build_folder(folder, key: str, build, rebuild: bool = False) -> Path:
-    "`folder` built for `key`: reused if complete, else built in a temp dir, renamed."
+def build_folder(
+    folder: Path | str,  # the folder wanted
+    key: str,  # its settings, e.g. a hash: a change rebuilds it
+    build: Callable[[Path], object],  # writes the files into the folder it is given
+    rebuild: bool = False,  # build even if the folder is complete
+) -> Path:
+    """`folder` built for `key`: reused if complete, else built in a temp dir and
+    renamed. Returns `folder` as a Path."""
     if not isinstance(key, str) or not key:
         raise ValueError(
             f"key must be a non-empty string (e.g. a settings hash), got {key!r}"
