@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from ftfy import fix_text
@@ -12,6 +13,9 @@ from ftfy import fix_text
 from .core import check_k, deprecated_names, ranking, text_of
 from .data import FASTBOOK_CHAPTERS, load_benchmark
 from .metrics.registry import component_recall, component_rr
+
+if TYPE_CHECKING:  # annotations only
+    from irbook.chunking import Chunk
 
 # %% auto #0
 __all__ = ['Component', 'Question', 'parse_question', 'load_questions', 'benchmark_stats', 'normalize', 'as_question',
@@ -23,13 +27,9 @@ class Component:
     "One answer component: a part of the gold answer and the passages supporting it."
 
     text: str  # the part of the gold answer
-    contexts: tuple[
-        str, ...
-    ]  # passages copied from the chapter; empty when the author found none
+    contexts: tuple[str, ...]  # passages copied from the chapter; () when none found
     explicit: bool  # False when the passages only imply the answer (or there are none)
-    extraneous: (
-        bool  # True when the author judged this part beside the point of the question
-    )
+    extraneous: bool  # True when the author judged it beside the question's point
 
 # %% ../nbs/api/fastbook.ipynb #87247f38
 @dataclass(frozen=True)
@@ -37,12 +37,12 @@ class Question:
     "A validated benchmark question: id, chapter, wording, gold answer and components."
 
     qid: str  # f"{chapter}_{number}", e.g. "4_20"
-    chapter: int
-    number: int
-    text: str
-    answer: str
-    components: tuple[Component, ...]
-    question_contexts: tuple[str, ...] = ()
+    chapter: int  # the fastbook chapter (`FASTBOOK_CHAPTERS`)
+    number: int  # the question's number in its chapter
+    text: str  # the question
+    answer: str  # the gold answer, as the author wrote it
+    components: tuple[Component, ...]  # its parts, each with supporting passages
+    question_contexts: tuple[str, ...] = ()  # passages quoted by the question itself
 
     @property
     def answerable(self) -> bool:
@@ -59,8 +59,12 @@ def _flag(value, field: str, where: str) -> bool:
     raise ValueError(f"{where}: {field} must be 'true' or 'false', got {value!r}")
 
 # %% ../nbs/api/fastbook.ipynb #8b474aa6
-def parse_question(entry: dict, index: int | None = None) -> Question:
-    "One raw benchmark entry checked and returned as a `Question` (ValueError if bad)."
+def parse_question(
+    entry: dict,  # a raw entry of the benchmark's 'questions' list
+    index: int | None = None,  # its position, named in errors
+) -> Question:
+    """One raw benchmark entry checked and returned as a `Question` (ValueError naming
+    the entry and the field if it is bad)."""
     where = f"benchmark entry #{index}" if index is not None else "benchmark entry"
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected a dict, got {type(entry).__name__}")
@@ -138,8 +142,10 @@ def parse_question(entry: dict, index: int | None = None) -> Question:
     )
 
 # %% ../nbs/api/fastbook.ipynb #10baa163
-def load_questions(benchmark: dict | None = None) -> list[Question]:
-    "The 191 benchmark questions as validated `Question`s."
+def load_questions(
+    benchmark: dict | None = None,  # the benchmark JSON; None: `load_benchmark()`
+) -> list[Question]:
+    "The 191 benchmark questions as validated `Question`s (a list, the file's order)."
     benchmark = load_benchmark() if benchmark is None else benchmark
     if not isinstance(benchmark, dict) or not isinstance(
         benchmark.get("questions"), list
@@ -155,8 +161,11 @@ def load_questions(benchmark: dict | None = None) -> list[Question]:
     return out
 
 # %% ../nbs/api/fastbook.ipynb #7f79a9fe
-def benchmark_stats(questions: list[Question]) -> pd.DataFrame:
-    "Per-chapter counts of questions, components and their defects, with a total row."
+def benchmark_stats(
+    questions: list[Question],  # the questions counted
+) -> pd.DataFrame:
+    """Per-chapter counts of questions, components and their defects. Returns a
+    DataFrame, a row per chapter and a 'total' row."""
     rows = []
     for q in questions:
         rows.append(
@@ -181,13 +190,20 @@ def normalize(text: str) -> str:
     return fix_text(text)
 
 # %% ../nbs/api/fastbook.ipynb #b323b412
-def as_question(question) -> Question:
-    "A `Question` from a `Question` or a raw benchmark entry."
+def as_question(
+    question: Question | dict,  # a `Question`, or a raw benchmark entry
+) -> Question:
+    "A `Question` from a `Question` (returned as is) or a raw benchmark entry (parsed)."
     return question if isinstance(question, Question) else parse_question(question)
 
 # %% ../nbs/api/fastbook.ipynb #dfbd96f9
-def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
-    "Per component, the rank of the first top-`k` text holding a context (0: none)."
+def first_hits(
+    retrieved: list[str],  # the retrieved texts, best first
+    question: Question | dict,  # a `Question`, or a raw benchmark entry
+    k: int = 10,  # how many texts are read
+) -> list[int]:
+    """Per component, the rank of the first top-`k` text holding a context. Returns a
+    list of ranks, one per component (0: not found)."""
     q, k = as_question(question), check_k(k)
     if isinstance(retrieved, str) or not all(isinstance(t, str) for t in retrieved):
         raise ValueError(
@@ -203,18 +219,33 @@ def first_hits(retrieved: list[str], question, k: int = 10) -> list[int]:
     return ranks
 
 # %% ../nbs/api/fastbook.ipynb #e74c0d8a
-def modified_mrr(retrieved: list[str], question, k: int = 10) -> float:
-    "1 / the rank by which every answer component is found in the top `k` (else 0)."
+def modified_mrr(
+    retrieved: list[str],  # the retrieved texts, best first
+    question: Question | dict,  # a `Question`, or a raw benchmark entry
+    k: int = 10,  # how many texts are read
+) -> float:
+    """1 / the rank by which every answer component is found in the top `k`, else 0 (a
+    float)."""
     return component_rr(first_hits(retrieved, question, k))
 
 # %% ../nbs/api/fastbook.ipynb #952e143e
-def modified_recall(retrieved: list[str], question, k: int = 10) -> float:
-    "The share of answer components found in the top `k` texts."
+def modified_recall(
+    retrieved: list[str],  # the retrieved texts, best first
+    question: Question | dict,  # a `Question`, or a raw benchmark entry
+    k: int = 10,  # how many texts are read
+) -> float:
+    "The share of answer components found in the top `k` texts (a float)."
     return component_recall(first_hits(retrieved, question, k))
 
 # %% ../nbs/api/fastbook.ipynb #6002fce7
-def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
-    "Modified MRR@k and Recall@k of every question for a run (DataFrame, index qid)."
+def score_run(
+    run: dict,  # {qid: {chunk_id: score}}
+    chunks: dict[str, Chunk | str],  # {chunk id: Chunk or text}
+    questions: list[Question | dict],  # the questions scored
+    k: int = 10,  # ranks read per question
+) -> pd.DataFrame:
+    """Modified MRR@k and Recall@k of every question for a run. Returns a DataFrame
+    indexed by qid: chapter, modified_mrr, modified_recall."""
     check_k(k)
     rows = []
     for q in map(as_question, questions):
@@ -239,8 +270,12 @@ def score_run(run: dict, chunks: dict, questions: list, k: int = 10) -> pd.DataF
     ).set_index("qid")
 
 # %% ../nbs/api/fastbook.ipynb #6d13885a
-def matching_chunks(question, chunks: dict) -> list[set]:
-    "For each component of `question`, the chapter's chunks holding a context."
+def matching_chunks(
+    question: Question | dict,  # a `Question`, or a raw benchmark entry
+    chunks: dict[str, Chunk | str],  # {chunk id: Chunk or text}; other chapters skipped
+) -> list[set]:
+    """For each component of `question`, the chapter's chunks holding one of its
+    contexts. Returns a list of sets of chunk ids, one per component."""
     q = as_question(question)
     texts = {
         cid: normalize(text_of(c))
@@ -254,8 +289,13 @@ def matching_chunks(question, chunks: dict) -> list[set]:
     return out
 
 # %% ../nbs/api/fastbook.ipynb #d548cdfd
-def contexts_to_qrels(questions: list, chunks: dict, graded: bool = False) -> dict:
-    "Qrels {qid: {chunk_id: label}}: a chunk is relevant if it holds a context."
+def contexts_to_qrels(
+    questions: list[Question | dict],  # the questions
+    chunks: dict[str, Chunk | str],  # {chunk id: Chunk or text}
+    graded: bool = False,  # label = number of components a chunk holds; else 1
+) -> dict:
+    """Qrels {qid: {chunk_id: label}}: a chunk is relevant if it holds a context. A
+    question no chunk answers is left out."""
     qrels = {}
     for q in map(as_question, questions):
         labels = {}
