@@ -7,6 +7,7 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from functools import partial
 from importlib.metadata import version
@@ -43,8 +44,13 @@ __all__ = ['EVAL_SEQ', 'split_questions', 'question_pairs', 'pseudo_pairs', 'fil
            'train', 'finetuned_model', 'training_log', 'model_run', 'score_questions', 'evaluate_model']
 
 # %% ../nbs/api/finetune.ipynb #3637bcd4
-def split_questions(questions: list, held_out) -> tuple[list, list]:
-    "The questions of the training chapters and of the `held_out` ones: (train, test)."
+def split_questions(
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    held_out: Iterable[int],  # the test chapters
+) -> tuple[list, list]:
+    """The questions of the training chapters and of the `held_out` ones. Returns
+    (train, test), two lists; held-out chapters missing from the questions, or all of
+    them, are refused."""
     held = set(held_out)
     chapters = {q.chapter for q in questions}
     if not held or held - chapters:
@@ -59,8 +65,12 @@ def split_questions(questions: list, held_out) -> tuple[list, list]:
     return train, test
 
 # %% ../nbs/api/finetune.ipynb #baa4a63d
-def question_pairs(questions: list, chunks: dict) -> pd.DataFrame:
-    "One training pair per (question, positive chunk), as a table."
+def question_pairs(
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+) -> pd.DataFrame:
+    """One training pair per (question, positive chunk). Returns a DataFrame: qid,
+    chapter, source, anchor, pos_id, positive, n_pos."""
     rows = []
     for q in questions:
         pos = sorted(set().union(*matching_chunks(q, chunks)))
@@ -82,8 +92,14 @@ def question_pairs(questions: list, chunks: dict) -> pd.DataFrame:
     )
 
 # %% ../nbs/api/finetune.ipynb #56f1235b
-def pseudo_pairs(chapters, chunks: dict, n: int, seed: int = 0) -> pd.DataFrame:
-    "Up to `n` corpus-made pairs (pseudo-queries) of `chapters`, with their chunks."
+def pseudo_pairs(
+    chapters: Iterable[int],  # the chapters the pseudo-queries come from
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+    n: int,  # the most pairs made; 0 or less: none
+    seed: int = 0,  # seeds the pseudo-queries (`pseudo_queries`)
+) -> pd.DataFrame:
+    """Up to `n` corpus-made pairs (pseudo-queries) of `chapters`, each with the one
+    chunk that holds it. Returns a DataFrame with `question_pairs`' columns."""
 
     if n <= 0:
         return question_pairs([], chunks)
@@ -119,14 +135,15 @@ def pseudo_pairs(chapters, chunks: dict, n: int, seed: int = 0) -> pd.DataFrame:
 
 # %% ../nbs/api/finetune.ipynb #48689d66
 def filter_pairs(
-    pairs: pd.DataFrame,
-    questions: list,
-    chunks: dict,
-    threshold: float = 0.97,
-    encoder=None,
-    summary: Summary | None = None,
+    pairs: pd.DataFrame,  # training pairs (`question_pairs`)
+    questions: list,  # the questions the pairs come from
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+    threshold: float = 0.97,  # cosine at which two anchors are near-duplicates
+    encoder: Encoder | None = None,  # embeds the anchors; None: MiniLM
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[pd.DataFrame, Summary]:
-    "Pairs with several positives and both members of near-duplicate anchors dropped."
+    """Pairs with several positives and both members of near-duplicate anchors dropped.
+    Returns (the kept pairs, the summary)."""
 
     summary = summary or Summary()
     pc = positive_counts([q for q in questions if q.qid in set(pairs.qid)], chunks)
@@ -153,28 +170,21 @@ def filter_pairs(
 class FinetuneSettings(Settings):
     "Everything that determines a fine-tuned model: data, loss and schedule."
 
-    base: str = MINILM
-    held_out: tuple = (9, 10, 13)
-    group: int = (
-        3  # chunks of `group` paragraphs with their header (irbook.chunking "group")
-    )
-    pseudo: int = (
-        0  # pseudo-query pairs of the training chapters added to the benchmark pairs
-    )
+    base: str = MINILM  # the model fine-tuned: a hub name or a local folder
+    held_out: tuple = (9, 10, 13)  # chapters never trained on: the test questions
+    group: int = 3  # paragraphs per chunk, with their header (chunking "group")
+    pseudo: int = 0  # pseudo-query pairs of the training chapters added
     filtered: bool = False  # drop multi-positive questions and near-duplicate anchors
-    negatives: str | None = (
-        # mine one hard negative per pair with irbook.negatives (method name) or not
-        None
-    )
+    negatives: str | None = None  # mine one hard negative per pair: a method name
     loss: str = "mnrl"  # "mnrl" or "cached" (CachedMultipleNegativesRankingLoss)
     mini_batch: int = 8  # CachedMNRL's mini-batch
-    batch_size: int = 16
-    epochs: int = 1
-    lr: float = 5e-5
-    warmup: float = 0.1
-    max_seq_length: int = 64
+    batch_size: int = 16  # pairs per batch: the in-batch negatives of MNRL
+    epochs: int = 1  # passes over the training pairs
+    lr: float = 5e-5  # peak learning rate
+    warmup: float = 0.1  # share of the steps with a rising learning rate
+    max_seq_length: int = 64  # tokens kept per text while training
     max_pairs: int | None = None  # cap on the training pairs (tiny test runs)
-    seed: int = 0
+    seed: int = 0  # seeds the pseudo-queries, the pairs' order, training
     kind = "ft"  # the middle word of the cache folder's name
 
     def versions(self) -> dict:
@@ -194,12 +204,14 @@ class FinetuneSettings(Settings):
 
 # %% ../nbs/api/finetune.ipynb #3dac33d8
 def training_set(
-    s: FinetuneSettings,
-    questions: list | None = None,
-    chunks: dict | None = None,
-    summary: Summary | None = None,
+    s: FinetuneSettings,  # the settings: chapters, pseudo, filtered, negatives
+    questions: list | None = None,  # None: `load_questions()`
+    chunks: dict | None = None,  # None: the training chapters in groups of `s.group`
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[pd.DataFrame, Summary]:
-    "The training pairs for settings `s`, filtered and with negatives if asked."
+    """The training pairs for settings `s`, filtered and with negatives if asked,
+    shuffled. Returns (a DataFrame of pairs: anchor, positive, and negative when mined;
+    the summary)."""
 
     summary = summary or Summary()
     questions = load_questions() if questions is None else questions
@@ -260,13 +272,15 @@ def training_set(
 
 # %% ../nbs/api/finetune.ipynb #abc3f057
 def train(
-    s: FinetuneSettings,
-    pairs: pd.DataFrame,
-    out,
-    progress: bool = True,
-    device: str | None = None,
+    s: FinetuneSettings,  # the model, loss and schedule
+    pairs: pd.DataFrame,  # anchor, positive (and negative) columns
+    out: str | Path,  # the folder the model is saved to
+    progress: bool = True,  # show the trainer's progress bar
+    device: str | None = None,  # None: `pick_device`'s rule
 ) -> dict:
-    "Fine-tune `s.base` on `pairs` with (Cached)MNRL, seeded, on `pick_device(device)`."
+    """Fine-tune `s.base` on `pairs` with (Cached)MNRL, seeded, on
+    `pick_device(device)`, and save it in `out`. Returns the training log: a dict of
+    seconds, cpu_seconds, steps, losses, pairs, torch_threads and device."""
     import torch
     import transformers
     from datasets import Dataset
@@ -353,16 +367,17 @@ def train(
 
 # %% ../nbs/api/finetune.ipynb #9baaa125
 def finetuned_model(
-    s: FinetuneSettings | None = None,
-    root=None,
-    rebuild: bool = False,
-    progress: bool = True,
-    questions: list | None = None,
-    chunks: dict | None = None,
-    pairs: pd.DataFrame | None = None,
-    device: str | None = None,
+    s: FinetuneSettings | None = None,  # the settings; None: `FinetuneSettings()`
+    root: str | Path | None = None,  # the model's folder; None: in the cache
+    rebuild: bool = False,  # train again even if cached
+    progress: bool = True,  # show progress bars
+    questions: list | None = None,  # None: `load_questions()`
+    chunks: dict | None = None,  # None: the training chapters in groups
+    pairs: pd.DataFrame | None = None,  # train on these pairs instead of `training_set`
+    device: str | None = None,  # None: `pick_device`'s rule
 ) -> Path:
-    "The model fine-tuned with `s` (on `pairs` if given): cached, else trained."
+    """The model fine-tuned with `s` (on `pairs` if given): cached, else trained.
+    Returns the folder of the saved model, which holds its training log."""
     s = s or FinetuneSettings()
     key, name = s.digest(), s.key()
     if pairs is not None:  # the data is the pairs given: they join the key
@@ -395,8 +410,11 @@ def finetuned_model(
     return build_folder(folder, key, build, rebuild)
 
 # %% ../nbs/api/finetune.ipynb #957cf5fd
-def training_log(folder) -> dict:
-    "The training log saved beside a model built by `finetuned_model`."
+def training_log(
+    folder: str | Path,  # a model folder (`finetuned_model`)
+) -> dict:
+    """The training log saved beside a model built by `finetuned_model`: a dict
+    (settings, summary, train_qids and `train`'s log)."""
     return json.loads((Path(folder) / "irbook-train.json").read_text())
 
 # %% ../nbs/api/finetune.ipynb #5e8604c9
@@ -406,14 +424,15 @@ EVAL_SEQ = 128
 
 
 def model_run(
-    model,
-    questions: list,
-    chunks: dict,
-    k: int = 10,
-    progress: bool = True,
-    max_seq_length: int = EVAL_SEQ,
+    model: str | Path,  # a hub name or a model folder
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+    k: int = 10,  # chunks kept per question
+    progress: bool = True,  # show progress bars
+    max_seq_length: int = EVAL_SEQ,  # tokens kept per text
 ) -> dict:
-    "The top `k` chunks of a dense `model` per question, searched in its own chapter."
+    """The top `k` chunks of a dense `model` per question, searched in its own chapter.
+    Returns a run {qid: {chunk_id: score}}."""
     chapters = {q.chapter for q in questions}
     chunks = {cid: c for cid, c in chunks.items() if c.chapter in chapters}
     retriever = DenseRetriever(
@@ -427,9 +446,13 @@ def model_run(
 
 
 def score_questions(
-    run: dict, questions: list, chunks: dict, ks=(1, 5, 10)
+    run: dict,  # {qid: {chunk_id: score}} (`model_run`)
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+    ks: tuple = (1, 5, 10),  # cut-offs of HitRate and Recall
 ) -> pd.DataFrame:
-    "Per question of a run: hit rate, recall, Modified MRR@10 and Recall@10."
+    """Per question of a run: hit rate and recall at `ks`, Modified MRR@10 and Modified
+    Recall@10. Returns a DataFrame, one row per question (with its chapter)."""
     chapters = {q.chapter for q in questions}
     chunks = {cid: c for cid, c in chunks.items() if c.chapter in chapters}
     qrels = contexts_to_qrels(questions, chunks)
@@ -452,8 +475,13 @@ def score_questions(
 
 
 def evaluate_model(
-    model, questions: list, chunks: dict, ks=(1, 5, 10), progress: bool = True
+    model: str | Path,  # a hub name or a model folder
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+    ks: tuple = (1, 5, 10),  # cut-offs of HitRate and Recall
+    progress: bool = True,  # show progress bars
 ) -> pd.DataFrame:
-    "Per question, searched in its own chapter: hit rate, recall, Modified MRR."
+    """`model_run` then `score_questions`: per question, searched in its own chapter,
+    hit rate, recall and Modified MRR. Returns a DataFrame, one row per question."""
     run = model_run(model, questions, chunks, max(10, *ks), progress)
     return score_questions(run, questions, chunks, ks)
