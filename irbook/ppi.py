@@ -27,10 +27,8 @@ from irbook.stats import (
     t_quantile,
 )
 
-if TYPE_CHECKING:  # pandas is imported on use; irbook.judges only names a type here
+if TYPE_CHECKING:  # pandas is imported on use
     import pandas as pd
-
-    from irbook.judges import Judgments
 
 # %% auto #0
 __all__ = ['PPI_FROM', 'PPI_MIN_N', 'RARE', 'FOLDS', 'JUDGES', 'JUDGED_COLUMNS', 'PPIInterval', 'human_interval', 'power_lambda',
@@ -476,8 +474,8 @@ def _soft_values(name, soft, run, qids, metrics, kw, draws=64, seed=0):
 
 # %% ../nbs/api/ppi.ipynb #3fe594ce085f44f3aca49cab8c9d728f
 def judged_eval(
-    human_qrels: Mapping | Judgments,  # human qrels: the human-judged questions
-    judge_qrels: Mapping | Judgments,  # the judge's qrels: every question
+    human_qrels: Mapping,  # human qrels: the human-judged questions
+    judge_qrels: Mapping,  # the judge's qrels, every question (or a judges.Judgments)
     runs: Mapping | list,  # one run, {name: run} or a list of named runs
     metrics: str | list,  # metric names (means over questions)
     alpha: float = 0.05,  # level: a 1 - alpha interval
