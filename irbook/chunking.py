@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -12,6 +13,13 @@ from .core import check_k
 from .data import FASTBOOK_CHAPTERS, load_fastbook_chapter
 from .fastbook import as_question, matching_chunks
 from .metrics.registry import component_recall, component_rr
+
+if TYPE_CHECKING:  # annotations only: matplotlib is imported on use
+    from collections.abc import Callable, Iterable
+
+    from matplotlib.figure import Figure
+
+    from irbook.fastbook import Question
 
 # %% auto #0
 __all__ = ['DROP_SECTIONS', 'STRATEGIES', 'WORDS_FOR_500_TOKENS', 'LABEL_500_TOKENS', 'WORDS_FOR_1000_TOKENS',
@@ -29,7 +37,7 @@ class Block:
     "One reading unit of a chapter: a header, a markdown paragraph, or a code cell."
 
     kind: str  # "header", "markdown" or "code"
-    text: str
+    text: str  # the block's text (code cells as `render_code`)
     header: str | None  # the heading line in force (the block itself for a header)
     index: int  # position among the chapter's blocks
 
@@ -38,8 +46,12 @@ def _cell_text(x) -> str:
     return "".join(x) if isinstance(x, list) else (x or "")
 
 # %% ../nbs/api/chunking.ipynb #2b9497dc
-def render_code(cell: dict, outputs: bool = True) -> str:
-    "A code cell as the benchmark quotes it: fenced source, then 'Output:' and outputs."
+def render_code(
+    cell: dict,  # a code cell (nbformat-4 dict)
+    outputs: bool = True,  # append its text outputs
+) -> str:
+    """A code cell as the benchmark quotes it: fenced source, then 'Output:' and outputs
+    (a str)."""
     text = f"```python\n{_cell_text(cell.get('source'))}\n```"
     outs = []
     for o in cell.get("outputs", []) if outputs else []:
@@ -54,9 +66,13 @@ def render_code(cell: dict, outputs: bool = True) -> str:
 
 # %% ../nbs/api/chunking.ipynb #4e9659ca
 def notebook_blocks(
-    nb: dict, code: bool = True, outputs: bool = True, drop=DROP_SECTIONS
+    nb: dict,  # a chapter notebook (nbformat-4 dict)
+    code: bool = True,  # keep code cells
+    outputs: bool = True,  # keep code cells' text outputs
+    drop: Iterable[str] = DROP_SECTIONS,  # section titles left out (subsections too)
 ) -> list[Block]:
-    "The blocks of a chapter notebook in reading order, without the sections in `drop`."
+    """The blocks of a chapter notebook in reading order, without the sections in
+    `drop`. Returns a list of `Block`s (headers included)."""
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise ValueError("nb must be an nbformat-4 notebook dict with a 'cells' list")
     blocks, header, skip_level = [], None, None
@@ -94,10 +110,10 @@ def notebook_blocks(
 class Chunk:
     "A retrievable unit of a chapter: id (e.g. 'c04_0042'), chapter, text, header."
 
-    id: str
-    chapter: int
-    text: str
-    header: str | None = None
+    id: str  # 'c<chapter>_<n>', e.g. 'c04_0042'
+    chapter: int  # the fastbook chapter
+    text: str  # what is indexed and read
+    header: str | None = None  # the heading line in force; None: none
     blocks: tuple[int, ...] = ()  # indices of the chapter blocks it was built from
 
 # %% ../nbs/api/chunking.ipynb #7f67425d
@@ -111,14 +127,15 @@ def _join(header, texts, prefix_header) -> str:
 
 # %% ../nbs/api/chunking.ipynb #221bdf78
 def paragraph_chunks(
-    nb: dict,
-    chapter: int,
-    prefix_header: bool = True,
-    code: bool = True,
-    outputs: bool = True,
-    drop=DROP_SECTIONS,
+    nb: dict,  # a chapter notebook (nbformat-4 dict)
+    chapter: int,  # its chapter number (in the chunk ids)
+    prefix_header: bool = True,  # start each chunk with its header line
+    code: bool = True,  # keep code cells
+    outputs: bool = True,  # keep code cells' text outputs
+    drop: Iterable[str] = DROP_SECTIONS,  # section titles left out (subsections too)
 ) -> list[Chunk]:
-    "One chunk per markdown paragraph or code cell of chapter notebook `nb`."
+    """One chunk per markdown paragraph or code cell of chapter notebook `nb`. Returns a
+    list of `Chunk`s in reading order."""
     blocks = [b for b in notebook_blocks(nb, code, outputs, drop) if b.kind != "header"]
     return [
         Chunk(
@@ -133,15 +150,16 @@ def paragraph_chunks(
 
 # %% ../nbs/api/chunking.ipynb #007ddcca
 def group_chunks(
-    nb: dict,
-    chapter: int,
-    n: int = 3,
-    prefix_header: bool = True,
-    code: bool = True,
-    outputs: bool = True,
-    drop=DROP_SECTIONS,
+    nb: dict,  # a chapter notebook (nbformat-4 dict)
+    chapter: int,  # its chapter number (in the chunk ids)
+    n: int = 3,  # blocks per chunk, at most
+    prefix_header: bool = True,  # start each chunk with its header line
+    code: bool = True,  # keep code cells
+    outputs: bool = True,  # keep code cells' text outputs
+    drop: Iterable[str] = DROP_SECTIONS,  # section titles left out (subsections too)
 ) -> list[Chunk]:
-    "Chunks of up to `n` consecutive blocks that share a header (never crossing one)."
+    """Chunks of up to `n` consecutive blocks that share a header (never crossing one).
+    Returns a list of `Chunk`s in reading order."""
     sections, out = [], []
     check_k(n, name="n")
     for b in notebook_blocks(nb, code, outputs, drop):
@@ -167,8 +185,11 @@ def group_chunks(
 _TOKEN = re.compile(r"\S+")
 
 
-def count_tokens(text: str) -> int:
-    "Number of whitespace-separated tokens in `text` (a model-free token count)."
+def count_tokens(
+    text: str,  # any text
+) -> int:
+    """Number of whitespace-separated tokens in `text` (an int: a model-free token
+    count)."""
     return sum(1 for _ in _TOKEN.finditer(text))
 
 # %% ../nbs/api/chunking.ipynb #0db92f91
@@ -181,14 +202,15 @@ def _split_long(text: str, size: int) -> list[str]:
 
 # %% ../nbs/api/chunking.ipynb #76a96811
 def token_chunks(
-    nb: dict,
-    chapter: int,
-    size: int = 500,
-    code: bool = True,
-    outputs: bool = True,
-    drop=DROP_SECTIONS,
+    nb: dict,  # a chapter notebook (nbformat-4 dict)
+    chapter: int,  # its chapter number (in the chunk ids)
+    size: int = 500,  # whitespace tokens per chunk, at most
+    code: bool = True,  # keep code cells
+    outputs: bool = True,  # keep code cells' text outputs
+    drop: Iterable[str] = DROP_SECTIONS,  # section titles left out (subsections too)
 ) -> list[Chunk]:
-    "Chunks of at most `size` whitespace tokens, cutting only over-long blocks."
+    """Chunks of at most `size` whitespace tokens, whole blocks packed in order, cutting
+    only over-long blocks. Returns a list of `Chunk`s."""
     check_k(size, name="size")
     out, cur, cur_n = [], [], 0
 
@@ -226,9 +248,12 @@ STRATEGIES = {
 
 
 def chunk_book(
-    strategy="paragraph", chapters: list[int] | None = None, **opts
+    strategy: str | Callable = "paragraph",  # a `STRATEGIES` name, or f(nb, chapter)
+    chapters: list[int] | None = None,  # chapters to chunk; None: all the benchmark's
+    **opts,  # passed to the strategy, e.g. n=3 or size=350
 ) -> dict[str, Chunk]:
-    "Every benchmark chapter chunked with `strategy` (name or function): {id: Chunk}."
+    """Every benchmark chapter chunked with `strategy` (a name of `STRATEGIES` or a
+    function). Returns `{chunk id: Chunk}`, chapters in order."""
     fn = STRATEGIES.get(strategy) if isinstance(strategy, str) else strategy
     if fn is None:
         raise ValueError(
@@ -282,8 +307,14 @@ def _cover(sets: list[set], k: int):
     return None, best[1]
 
 # %% ../nbs/api/chunking.ipynb #67fd81ea
-def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
-    "Per question, the best Modified MRR@k / Recall@k any ranking of `chunks` reaches."
+def ceiling(
+    chunks: dict[str, Chunk | str],  # {chunk id: Chunk or text}
+    questions: list[Question | dict],  # the questions
+    k: int = 10,  # ranks read per question
+) -> pd.DataFrame:
+    """Per question, the best Modified MRR@k / Recall@k any ranking of `chunks` reaches.
+    Returns a DataFrame indexed by qid: chapter, modified_mrr, modified_recall,
+    mrr_loose, chunks_needed."""
     check_k(k)
     rows = []
     for q in map(as_question, questions):
@@ -305,8 +336,13 @@ def ceiling(chunks: dict, questions: list, k: int = 10) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("qid")
 
 # %% ../nbs/api/chunking.ipynb #9d5549f2
-def oracle_run(chunks: dict, questions: list, k: int = 10) -> dict:
-    "A run that reaches the ceiling: per question, the fewest covering chunks first."
+def oracle_run(
+    chunks: dict[str, Chunk | str],  # {chunk id: Chunk or text}
+    questions: list[Question | dict],  # the questions
+    k: int = 10,  # chunks per question, at most
+) -> dict:
+    """A run that reaches the ceiling: per question, the fewest covering chunks first.
+    Returns `{qid: {chunk id: score}}`."""
     run = {}
     for q in map(as_question, questions):
         _, ids = _cover(matching_chunks(q, chunks), k)
@@ -314,8 +350,12 @@ def oracle_run(chunks: dict, questions: list, k: int = 10) -> dict:
     return run
 
 # %% ../nbs/api/chunking.ipynb #800f71dd
-def plot_chunk_sizes(sizes: dict, names: list | None = None):
-    "Step histograms of chunk sizes (whitespace tokens), log x, one line per strategy."
+def plot_chunk_sizes(
+    sizes: dict,  # {strategy: chunk sizes in whitespace tokens}
+    names: list | None = None,  # the strategies drawn, in this order; None: all
+) -> Figure:
+    """Step histograms of chunk sizes (whitespace tokens), log x, one line per strategy.
+    Returns the matplotlib Figure."""
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
     fig, ax = plt.subplots(figsize=(7, 3.6))
