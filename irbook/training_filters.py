@@ -3,8 +3,10 @@
 # %% ../nbs/api/training_filters.ipynb #988c87e0
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -34,6 +36,9 @@ from .stats import bootstrap_ci
 from .synthetic import LLMClient, book_pages
 from .synthetic_eval import gold_qrels, llm_queries, offline_queries
 
+if TYPE_CHECKING:
+    from irbook.search.dense import Encoder
+
 # %% auto #0
 __all__ = ['TRAIN_FILTERS', 'training_queries', 'filter_table', 'filter_pairs_by', 'validation_split', 'epoch_models',
            'early_stopped_model', 'held_out_scores', 'filter_scores', 'epoch_curve', 'record_scores', 'sweep_curve',
@@ -41,13 +46,14 @@ __all__ = ['TRAIN_FILTERS', 'training_queries', 'filter_table', 'filter_pairs_by
 
 # %% ../nbs/api/training_filters.ipynb #5aaa726c
 def training_queries(
-    chunks: dict,
-    n: int | None = None,
-    seed: int = 0,
-    client: LLMClient | None = None,
-    summary: Summary | None = None,
+    chunks: dict,  # {chunk id: Chunk} of the training chapters
+    n: int | None = None,  # queries drawn from all those made; None: all
+    seed: int = 0,  # random seed of the queries and the draw
+    client: LLMClient | None = None,  # an LLM endpoint: its questions; None: offline
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[list, Summary]:
-    "Synthetic queries of `chunks`' chapters (the LLM's with `client`), `n` drawn."
+    """Synthetic queries of `chunks`' chapters (the LLM's with `client`), `n` drawn.
+    Returns (a list of `SynthQuery`, the `Summary`)."""
     summary, stage = summary if summary is not None else Summary(), "pool"
     if client is None:
         qs, summary = offline_queries(chunks, seed=seed, summary=summary)
@@ -83,18 +89,22 @@ def _first_rank(run: dict, positives: dict) -> pd.Series:
 
 # %% ../nbs/api/training_filters.ipynb #0ce6bf0b
 def filter_table(
-    queries: list,
-    chunks: dict,
-    judge=None,
-    encoder=None,
-    L: int = 5,
-    depth: int = 50,
-    percentile: float = 70,
-    threshold: float = 0.97,
-    summary: Summary | None = None,
-    progress: bool = False,
+    queries: list,  # the pool's `SynthQuery`s (`training_queries`)
+    chunks: dict,  # {chunk id: Chunk} of the training chapters
+    judge: object = None,  # answerability judge; None: `answerability_judge()`
+    encoder: Encoder | None = None,  # embeds queries and chunks; None: MiniLM
+    L: int = 5,  # multi-positive: the top L chunks are judged
+    depth: int = 50,  # depth of the hybrid search's two runs
+    percentile: float = 70,  # easiness: keep pairs at or under this cosine percentile
+    threshold: float = 0.97,  # near-duplicates: the cosine that makes two queries twins
+    summary: Summary | None = None,  # counts of what happened are added here
+    progress: bool = False,  # show progress bars
 ) -> tuple[pd.DataFrame, Summary]:
-    "Per query: rank, duplicate, judge and easiness evidence; each filter's verdict."
+    """Per query: rank, duplicate, judge and easiness evidence; each filter's verdict.
+
+    Returns (DataFrame, `Summary`): one row per query (chapter, generator, the rank
+    of its first gold chunk, other chunks judged Full) and a boolean column per
+    filter of `TRAIN_FILTERS`, True where it keeps the query."""
     if not queries:
         raise ValueError("no queries to filter")
     summary = summary if summary is not None else Summary()
@@ -142,8 +152,13 @@ def filter_table(
     return t.assign(**keep), summary
 
 # %% ../nbs/api/training_filters.ipynb #10687cc2
-def filter_pairs_by(table: pd.DataFrame, queries: list, chunks: dict) -> dict:
-    "{filter: training pairs (one per query and gold chunk) of the queries it keeps}."
+def filter_pairs_by(
+    table: pd.DataFrame,  # `filter_table`'s table
+    queries: list,  # the pool's `SynthQuery`s (`training_queries`)
+    chunks: dict,  # {chunk id: Chunk} of the training chapters
+) -> dict:
+    """{filter: training pairs (one per query and gold chunk) of the queries it keeps}:
+    a dict of DataFrames in `irbook.finetune`'s pair shape."""
     by_id = {q.qid: q for q in queries}
     out = {}
     for f in (c for c in TRAIN_FILTERS if c in table):
@@ -175,8 +190,13 @@ def filter_pairs_by(table: pd.DataFrame, queries: list, chunks: dict) -> dict:
     return out
 
 # %% ../nbs/api/training_filters.ipynb #e76b2367
-def validation_split(queries: list, share: float = 0.1, seed: int = 0) -> tuple:
-    "(training, validation) queries: a seeded `share` held out for early stopping."
+def validation_split(
+    queries: list,  # the pool's `SynthQuery`s (`training_queries`)
+    share: float = 0.1,  # the share held out, strictly between 0 and 1
+    seed: int = 0,  # random seed of the draw
+) -> tuple:
+    """(training, validation) queries: a seeded `share` held out for early stopping.
+    Returns two lists."""
     if not 0 < share < 1:
         raise ValueError(f"share must lie strictly between 0 and 1, got {share!r}")
     n = round(share * len(queries))
@@ -202,12 +222,12 @@ def _validation_mrr(model, name: str, queries: list, gold: dict, eval_seq: int):
 
 
 def epoch_models(
-    settings: FinetuneSettings,
-    pairs: pd.DataFrame,
-    max_epochs: int,
-    root=None,
-    progress: bool = False,
-):
+    settings: FinetuneSettings,  # the fine-tuning settings
+    pairs: pd.DataFrame,  # training pairs (`filter_pairs_by`'s, one filter)
+    max_epochs: int,  # epochs to train
+    root: str | Path | None = None,  # where the models go; None: the cache
+    progress: bool = False,  # show progress bars
+) -> Iterator[tuple[int, Path]]:
     "Yield (epoch, model folder): each epoch trained on from the one before, cached."
     prev = settings.base
     for epoch in range(1, max_epochs + 1):
@@ -221,17 +241,20 @@ def epoch_models(
 
 
 def early_stopped_model(
-    settings: FinetuneSettings,
-    pairs: pd.DataFrame,
-    val_queries: list,
-    chunks: dict,
-    max_epochs: int = 3,
-    patience: int = 1,
-    root=None,
-    eval_seq: int = 64,
-    progress: bool = False,
+    settings: FinetuneSettings,  # the fine-tuning settings
+    pairs: pd.DataFrame,  # training pairs (`filter_pairs_by`'s, one filter)
+    val_queries: list,  # validation queries (`validation_split`)
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    max_epochs: int = 3,  # most epochs to train
+    patience: int = 1,  # stop after this many epochs without a better validation MRR
+    root: str | Path | None = None,  # where the models go; None: the cache
+    eval_seq: int = 64,  # the encoder's max sequence length when scoring
+    progress: bool = False,  # show progress bars
 ) -> tuple[Path, pd.DataFrame]:
-    "Fine-tune epoch by epoch (chapter 23's trainer); keep the best on validation."
+    """Fine-tune epoch by epoch (chapter 23's trainer); keep the best on validation.
+
+    Returns (the kept epoch's model folder, the curve): a DataFrame by epoch of the
+    validation MRR@10, steps, seconds and `chosen`."""
     if max_epochs < 1 or patience < 1:
         raise ValueError(
             f"need max_epochs, patience >= 1, got {max_epochs}, {patience}"
@@ -267,8 +290,14 @@ def early_stopped_model(
     return folders[best], curve.assign(chosen=curve.index == best)
 
 # %% ../nbs/api/training_filters.ipynb #888564a4
-def held_out_scores(folder, questions: list, chunks: dict, eval_seq: int = 128):
-    "Per-question scores of the model in `folder`, each question in its own chapter."
+def held_out_scores(
+    folder: Path | str,  # the model's folder (or a hub name)
+    questions: list,  # held-out questions (`load_questions`)
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    eval_seq: int = 128,  # the encoder's max sequence length when scoring
+) -> pd.DataFrame:
+    """Per-question scores of the model in `folder`, each question in its own chapter: a
+    DataFrame (`score_questions`)."""
     chapters = {q.chapter for q in questions}
     held = {c: x for c, x in chunks.items() if x.chapter in chapters}
     run = cached_run(
@@ -283,19 +312,22 @@ def held_out_scores(folder, questions: list, chunks: dict, eval_seq: int = 128):
 
 
 def filter_scores(
-    pairs: dict,
-    questions: list,
-    chunks: dict,
-    settings: FinetuneSettings,
-    seeds=(0, 1, 2),
-    eval_seq: int = 128,
-    progress: bool = True,
-    val_queries: list | None = None,
-    max_epochs: int = 3,
-    patience: int = 1,
-    root=None,
+    pairs: dict,  # {filter: training pairs} (`filter_pairs_by`)
+    questions: list,  # held-out questions (`load_questions`)
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    settings: FinetuneSettings,  # the fine-tuning settings
+    seeds: tuple = (0, 1, 2),  # training seeds: one model per filter and seed
+    eval_seq: int = 128,  # the encoder's max sequence length when scoring
+    progress: bool = True,  # show progress bars
+    val_queries: list | None = None,  # early stopping on these; None: `settings.epochs`
+    max_epochs: int = 3,  # early stopping: most epochs
+    patience: int = 1,  # early stopping: epochs without a better validation MRR
+    root: str | Path | None = None,  # where the models go; None: the cache
 ) -> tuple[dict, pd.DataFrame]:
-    "Held-out scores of MiniLM fine-tuned on each filter's pairs, per seed; logs."
+    """Held-out scores of MiniLM fine-tuned on each filter's pairs, per seed; logs.
+
+    Returns ({(filter, seed): per-question scores}, a DataFrame of logs by (filter,
+    seed): pairs, epochs trained and kept, steps, seconds, curve)."""
     scores, logs = {}, {}
     jobs = [(f, s) for f in pairs for s in seeds]
     for f, seed in tqdm(jobs, desc="fine-tuning", disable=not show_bars(progress)):
@@ -322,16 +354,17 @@ def filter_scores(
 
 # %% ../nbs/api/training_filters.ipynb #2812f807
 def epoch_curve(
-    settings: FinetuneSettings,
-    pairs: pd.DataFrame,
-    questions: list,
-    chunks: dict,
-    val_queries: list,
-    epochs: int,
-    eval_seq: int = 64,
-    root=None,
+    settings: FinetuneSettings,  # the fine-tuning settings
+    pairs: pd.DataFrame,  # training pairs (`filter_pairs_by`'s, one filter)
+    questions: list,  # held-out questions (`load_questions`)
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    val_queries: list,  # validation queries (`validation_split`)
+    epochs: int,  # epochs to train
+    eval_seq: int = 64,  # the encoder's max sequence length when scoring
+    root: str | Path | None = None,  # where the models go; None: the cache
 ) -> tuple[dict, pd.Series]:
-    "Every epoch's held-out scores {epoch: per question} and validation MRR@10."
+    """Every epoch's held-out scores {epoch: per question} and validation MRR@10 (a
+    Series by epoch)."""
     gold = {c: chunks[c] for q in val_queries for c in q.positives}
     scores, val = {}, {}
     for epoch, folder in epoch_models(settings, pairs, epochs, root):
@@ -340,8 +373,11 @@ def epoch_curve(
     return scores, pd.Series(val, name="validation MRR@10").rename_axis("epoch")
 
 # %% ../nbs/api/training_filters.ipynb #d9341aaa
-def record_scores(record: dict) -> tuple[pd.DataFrame, dict, list]:
-    "A `bench/training_filters.py` record's scores: base, {(filter, seed): ...}, seeds."
+def record_scores(
+    record: dict,  # the record (`bench_record('training_filters')`)
+) -> tuple[pd.DataFrame, dict, list]:
+    """A `bench/training_filters.py` record's scores: base, {(filter, seed): ...},
+    seeds. Per-question DataFrames; only seeds every filter has."""
     base = pd.DataFrame(record["scores"]["base"])
     runs = {}
     for k, v in record["scores"].items():
@@ -355,8 +391,12 @@ def record_scores(record: dict) -> tuple[pd.DataFrame, dict, list]:
     return base, {(f, s): runs[f, s] for f in filters for s in seeds}, seeds
 
 # %% ../nbs/api/training_filters.ipynb #347fd7a4
-def sweep_curve(record: dict, metrics=None) -> pd.DataFrame:
-    "Mean held-out scores and validation MRR@10 per (lr, epoch) of a record's sweep."
+def sweep_curve(
+    record: dict,  # the record (`bench_record('training_filters')`)
+    metrics: list | None = None,  # held-out metrics; None: the record's
+) -> pd.DataFrame:
+    """Mean held-out scores and validation MRR@10 per (lr, epoch) of a record's sweep: a
+    DataFrame indexed by (lr, epoch); epoch 0 is the base model."""
     base, _, _ = record_scores(record)
     metrics = list(metrics or record["settings"]["metrics"])
     val0 = record["jobs"][0]["validation MRR@10 by epoch"][0]  # the base model's
@@ -370,8 +410,14 @@ def sweep_curve(record: dict, metrics=None) -> pd.DataFrame:
     return t.set_index(["lr", "epoch"])
 
 # %% ../nbs/api/training_filters.ipynb #9ce5f9e1
-def plot_sweep(curve: pd.DataFrame, base: pd.DataFrame, metrics=None, axes=None):
-    "Held-out scores and validation MRR@10 by epoch per learning rate; base's interval."
+def plot_sweep(
+    curve: pd.DataFrame,  # `sweep_curve`'s table
+    base: pd.DataFrame,  # the base model's per-question scores
+    metrics: list | None = None,  # held-out metrics; None: Modified MRR@10, Recall@10
+    axes: np.ndarray | None = None,  # one Axes per panel; None: a new figure
+) -> np.ndarray:
+    """Held-out scores and validation MRR@10 by epoch per learning rate; base's
+    interval. Returns the array of matplotlib Axes."""
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
     metrics = list(metrics or ["Modified MRR@10", "Modified Recall@10"])
@@ -397,13 +443,17 @@ def plot_sweep(curve: pd.DataFrame, base: pd.DataFrame, metrics=None, axes=None)
 
 # %% ../nbs/api/training_filters.ipynb #609a43ba
 def filter_effects(
-    scores: dict,
-    base: str = "none",
-    metrics=("HitRate@1", "HitRate@5", "HitRate@10", "Modified MRR@10"),
-    B: int = 10_000,
-    seed: int = 0,
+    scores: dict,  # {(filter, seed): per-question scores}
+    base: str = "none",  # the filter the others are compared with
+    # the metrics compared (held-out score columns)
+    metrics: tuple | list = ("HitRate@1", "HitRate@5", "HitRate@10", "Modified MRR@10"),
+    B: int = 10_000,  # bootstrap resamples
+    seed: int = 0,  # random seed of the bootstrap
 ) -> pd.DataFrame:
-    "Each filter minus `base` (the engine's rows, seed-averaged scores); each seed's."
+    """Each filter minus `base` (the engine's rows, seed-averaged scores); each seed's.
+
+    Returns a DataFrame by (filter, metric): the comparison engine's columns (diff,
+    low, high, p, p_holm, ...), each seed's difference and their min and max."""
     seeds = sorted({s for _, s in scores})
     filters = list(dict.fromkeys(f for f, _ in scores))
     if base not in filters or any((f, s) not in scores for f in filters for s in seeds):
@@ -429,8 +479,13 @@ def filter_effects(
     )
 
 # %% ../nbs/api/training_filters.ipynb #d8091d87
-def plot_effects(effects: pd.DataFrame, metrics=None, axes=None):
-    "Each filter's difference from no filtering: 95% interval, each seed, their range."
+def plot_effects(
+    effects: pd.DataFrame,  # `filter_effects`' table
+    metrics: list | None = None,  # metrics drawn, one panel each; None: all
+    axes: np.ndarray | None = None,  # one Axes per panel; None: a new figure
+) -> np.ndarray:
+    """Each filter's difference from no filtering: 95% interval, each seed, their range.
+    Returns the array of matplotlib Axes."""
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
     metrics = list(metrics or dict.fromkeys(effects.index.get_level_values("metric")))
@@ -476,8 +531,14 @@ def plot_effects(effects: pd.DataFrame, metrics=None, axes=None):
     return axes
 
 # %% ../nbs/api/training_filters.ipynb #c29db6f8
-def unfiltered_scores(spec: dict, questions: list, chunks: dict, root=None):
-    "Held-out scores, log and pairs of the unfiltered model `spec` describes."
+def unfiltered_scores(
+    spec: dict,  # the record's `live` spec: pool, split, settings, seed, ...
+    questions: list,  # held-out questions (`load_questions`)
+    chunks: dict,  # {chunk id: Chunk} (`chunk_book`)
+    root: str | Path | None = None,  # where the models go; None: the cache
+) -> tuple:
+    """Held-out scores, log and pairs of the unfiltered model `spec` describes: (a
+    DataFrame per question, a dict, the pairs' DataFrame)."""
     held_out = tuple(spec["held_out"])
     train_chunks = {c: x for c, x in chunks.items() if x.chapter not in held_out}
     pool, _ = training_queries(train_chunks, n=spec["pool"])
