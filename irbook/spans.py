@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from ftfy import fix_text
@@ -15,6 +16,12 @@ from .core import check_k, ranking
 from .data import FASTBOOK_CHAPTERS, load_fastbook_chapter
 from .fastbook import as_question
 from .metrics.registry import measure_pattern, register
+
+if TYPE_CHECKING:  # annotations only
+    from collections.abc import Iterable
+
+    from irbook.chunking import Chunk
+    from irbook.fastbook import Question
 
 # %% auto #0
 __all__ = ['SPAN_COLUMNS', 'SPAN_METRIC', 'Span', 'locate_all', 'locate', 'merge', 'overlap', 'as_judgments', 'check_layout',
@@ -27,9 +34,9 @@ __all__ = ['SPAN_COLUMNS', 'SPAN_METRIC', 'Span', 'locate_all', 'locate', 'merge
 class Span:
     "A stretch of a source text: document id and character range `[start, end)`."
 
-    doc: str
-    start: int
-    end: int
+    doc: str  # the source text's document id
+    start: int  # first character
+    end: int  # one past the last character
 
     def __post_init__(self):
         ints = all(
@@ -46,8 +53,13 @@ class Span:
         return self.end - self.start
 
 # %% ../nbs/api/spans.ipynb #967b3855
-def locate_all(passage: str, text: str, doc: str = "") -> list[Span]:
-    "Every place the quoted `passage` occurs in `text` (overlapping ones too)."
+def locate_all(
+    passage: str,  # the quoted text
+    text: str,  # the source text
+    doc: str = "",  # the source's document id, put in each Span
+) -> list[Span]:
+    """Every place the quoted `passage` occurs in `text` (overlapping ones too). Returns
+    a list of `Span`s, in order; empty if none."""
     if not isinstance(passage, str) or not passage:
         raise ValueError("a quoted passage must be a non-empty string")
     out, i = [], text.find(passage)
@@ -57,8 +69,13 @@ def locate_all(passage: str, text: str, doc: str = "") -> list[Span]:
     return out
 
 # %% ../nbs/api/spans.ipynb #78294521
-def locate(passage: str, text: str, doc: str = "") -> Span:
-    "The one place the quoted `passage` occurs in `text` (ValueError if none or many)."
+def locate(
+    passage: str,  # the quoted text
+    text: str,  # the source text
+    doc: str = "",  # the source's document id, put in the Span
+) -> Span:
+    """The one place the quoted `passage` occurs in `text`: a `Span` (ValueError if none
+    or many)."""
     found = locate_all(passage, text, doc)
     if len(found) == 1:
         return found[0]
@@ -71,8 +88,11 @@ def locate(passage: str, text: str, doc: str = "") -> Span:
     )
 
 # %% ../nbs/api/spans.ipynb #5d3a0eab
-def merge(spans) -> list[Span]:
-    "`spans` as sorted, disjoint spans covering the same characters."
+def merge(
+    spans: Iterable[Span],  # any spans, in any order
+) -> list[Span]:
+    """`spans` as sorted, disjoint spans covering the same characters (a list of
+    `Span`s)."""
     out = []
     for s in sorted(spans):
         if out and out[-1].doc == s.doc and s.start <= out[-1].end:
@@ -83,8 +103,12 @@ def merge(spans) -> list[Span]:
     return out
 
 
-def overlap(a, b) -> int:
-    "Number of characters the spans `a` and the spans `b` share (each counted once)."
+def overlap(
+    a: Iterable[Span],  # one set of spans
+    b: Iterable[Span],  # another
+) -> int:
+    """Number of characters the spans `a` and the spans `b` share, each counted once (an
+    int)."""
     a, b, n, i, j = merge(a), merge(b), 0, 0, 0
     while i < len(a) and j < len(b):
         x, y = a[i], b[j]
@@ -97,8 +121,11 @@ def overlap(a, b) -> int:
     return n
 
 # %% ../nbs/api/spans.ipynb #6e439098
-def as_judgments(judged: dict) -> dict:
-    "`{qid: [group, ...]}`, a group a list of alternative Spans (a bare Span: its own)."
+def as_judgments(
+    judged: dict,  # {qid: [Span or [Span, ...], ...]} (or a bare Span)
+) -> dict:
+    """Judgments in one form: `{qid: [group, ...]}`, a group a list of alternative Spans
+    (a bare Span: its own). ValueError on anything else."""
     if not isinstance(judged, dict):
         raise ValueError("judgments must be a dict {qid: [Span or [Span, ...], ...]}")
     out = {}
@@ -115,8 +142,11 @@ def as_judgments(judged: dict) -> dict:
     return out
 
 # %% ../nbs/api/spans.ipynb #e3c0fc66
-def check_layout(layout: dict) -> dict:
-    "`layout` checked: `{chunk_id: (Span, ...)}`, where each chunk's text lies."
+def check_layout(
+    layout: dict,  # {chunk_id: (Span, ...)}: where each chunk's text lies
+) -> dict:
+    """`layout` checked: `{chunk_id: (Span, ...)}`, where each chunk's text lies.
+    Returns `layout` itself; ValueError if a chunk has no Spans."""
     if not isinstance(layout, dict):
         raise ValueError("chunks must be a dict {chunk_id: (Span, ...)}")
     for cid, segs in layout.items():
@@ -131,8 +161,11 @@ def check_layout(layout: dict) -> dict:
     return layout
 
 
-def check_rule(rule):
-    "`rule` checked: 'contain', 'overlap', or a fraction in (0, 1]."
+def check_rule(
+    rule: str | float,  # 'contain', 'overlap' or a fraction in (0, 1]
+) -> str | float:
+    """`rule` checked: 'contain', 'overlap', or a fraction in (0, 1]. Returns it;
+    ValueError otherwise."""
     fraction = isinstance(rule, (int, float)) and not isinstance(rule, bool)
     if rule in ("contain", "overlap") or (fraction and 0 < rule <= 1):
         return rule
@@ -141,16 +174,26 @@ def check_rule(rule):
     )
 
 # %% ../nbs/api/spans.ipynb #41f5eb30
-def holds(segs, span: Span, rule="contain") -> bool:
-    "Whether a chunk laid out as `segs` holds the judged `span` under `rule`."
+def holds(
+    segs: Iterable[Span],  # where one chunk's text lies
+    span: Span,  # a judged span
+    rule: str | float = "contain",  # 'contain', 'overlap' or a fraction in (0, 1]
+) -> bool:
+    "Whether a chunk laid out as `segs` holds the judged `span` under `rule` (a bool)."
     have = overlap(segs, [span])
     if check_rule(rule) == "contain":
         return have == len(span)
     return have > 0 if rule == "overlap" else have >= rule * len(span)
 
 # %% ../nbs/api/spans.ipynb #5873b436
-def spans_to_qrels(judged: dict, layout: dict, rule="contain", graded=False) -> dict:
-    "Qrels `{qid: {chunk_id: label}}`: a chunk is relevant if it holds a judged span."
+def spans_to_qrels(
+    judged: dict,  # {qid: [group, ...]}, a group a list of Spans (`as_judgments`)
+    layout: dict,  # {chunk_id: (Span, ...)}: where each chunk's text lies
+    rule: str | float = "contain",  # 'contain', 'overlap' or a fraction in (0, 1]
+    graded: bool = False,  # label = number of groups a chunk holds; else 1
+) -> dict:
+    """Qrels `{qid: {chunk_id: label}}`: a chunk is relevant if it holds a judged span
+    under `rule`. A query no chunk answers is left out."""
     judged, layout, rule = as_judgments(judged), check_layout(layout), check_rule(rule)
     by_doc = {}
     for cid, segs in layout.items():
@@ -171,14 +214,15 @@ def spans_to_qrels(judged: dict, layout: dict, rule="contain", graded=False) -> 
 
 # %% ../nbs/api/spans.ipynb #1dc9f9b4
 def read(
-    ranked: list,
-    layout: dict,
-    k: int | None = None,
-    budget: float | None = None,
-    chars_per_token: float = 4.0,
-    partial: str = "cut",
+    ranked: list[str],  # chunk ids, best first
+    layout: dict,  # {chunk_id: (Span, ...)}: where each chunk's text lies
+    k: int | None = None,  # chunks read per query; None: all
+    budget: float | None = None,  # tokens read per query, at most; None: no limit
+    chars_per_token: float = 4.0,  # characters per token (the budget's unit)
+    partial: str = "cut",  # the chunk over budget: 'cut' at it, or 'drop' it
 ) -> list[Span]:
-    "The spans a reader takes in, in order: the top `k` chunks, up to `budget` tokens."
+    """The spans a reader takes in, in order: the top `k` chunks, up to `budget` tokens.
+    Returns a list of `Span`s."""
     if partial not in ("cut", "drop"):
         raise ValueError(f"partial must be 'cut' or 'drop', got {partial!r}")
     ids = list(ranked)[: None if k is None else check_k(k)]
@@ -213,15 +257,16 @@ SPAN_COLUMNS = [
 
 
 def span_scores(
-    judged: dict,
-    run: dict,
-    layout: dict,
-    k: int | None = None,
-    budget: float | None = None,
-    chars_per_token: float = 4.0,
-    partial: str = "cut",
+    judged: dict,  # {qid: [group, ...]}, a group a list of Spans (`as_judgments`)
+    run: dict,  # {qid: {chunk_id: score}}
+    layout: dict,  # {chunk_id: (Span, ...)}: where each chunk's text lies
+    k: int | None = None,  # chunks read per query; None: all
+    budget: float | None = None,  # tokens read per query, at most; None: no limit
+    chars_per_token: float = 4.0,  # characters per token (the budget's unit)
+    partial: str = "cut",  # the chunk over budget: 'cut' at it, or 'drop' it
 ) -> pd.DataFrame:
-    "Per judged query, span recall and precision of what a reader takes in from `run`."
+    """Per judged query, span recall and precision of what a reader takes in from `run`.
+    Returns a DataFrame indexed by qid, columns `SPAN_COLUMNS`."""
     judged, layout, rows = as_judgments(judged), check_layout(layout), []
     for q, groups in judged.items():
         truth = merge(s for g in groups for s in g)
@@ -247,22 +292,43 @@ def span_scores(
 
 # %% ../nbs/api/spans.ipynb #667690d1
 @register("span_recall")
-def span_recall(judged: dict, run: dict, layout: dict, k=None, budget=None, **kw):
-    "Per judged query, the share of its judged text read from the top of `run`."
+def span_recall(
+    judged: dict,  # {qid: [group, ...]}, a group a list of Spans (`as_judgments`)
+    run: dict,  # {qid: {chunk_id: score}}
+    layout: dict,  # {chunk_id: (Span, ...)}: where each chunk's text lies
+    k: int | None = None,  # chunks read per query; None: all
+    budget: float | None = None,  # tokens read per query, at most; None: no limit
+    **kw,  # `chars_per_token`, `partial`: see `span_scores`
+) -> pd.Series:
+    """Per judged query, the share of its judged text read from the top of `run`.
+    Returns a Series indexed by qid."""
     return span_scores(judged, run, layout, k, budget, **kw)["span_recall"]
 
 
 @register("span_precision")
-def span_precision(judged: dict, run: dict, layout: dict, k=None, budget=None, **kw):
-    "Per judged query, judged characters read over all characters read from `run`."
+def span_precision(
+    judged: dict,  # {qid: [group, ...]}, a group a list of Spans (`as_judgments`)
+    run: dict,  # {qid: {chunk_id: score}}
+    layout: dict,  # {chunk_id: (Span, ...)}: where each chunk's text lies
+    k: int | None = None,  # chunks read per query; None: all
+    budget: float | None = None,  # tokens read per query, at most; None: no limit
+    **kw,  # `chars_per_token`, `partial`: see `span_scores`
+) -> pd.Series:
+    """Per judged query, judged characters read over all characters read from `run`.
+    Returns a Series indexed by qid."""
     return span_scores(judged, run, layout, k, budget, **kw)["span_precision"]
 
 # %% ../nbs/api/spans.ipynb #562db1c8
 @register("group_recall")
 def group_recall(
-    judged: dict, run: dict, layout: dict, k: int | None = 10, rule="contain"
+    judged: dict,  # {qid: [group, ...]}, a group a list of Spans (`as_judgments`)
+    run: dict,  # {qid: {chunk_id: score}}
+    layout: dict,  # {chunk_id: (Span, ...)}: where each chunk's text lies
+    k: int | None = 10,  # chunks read per query; None: all
+    rule: str | float = "contain",  # 'contain', 'overlap' or a fraction in (0, 1]
 ) -> pd.Series:
-    "Per query, the share of its groups with a span held by a top-`k` chunk."
+    """Per query, the share of its groups with a span held by a top-`k` chunk. Returns a
+    Series indexed by qid (NaN: a query with no group)."""
     judged, rule, out = as_judgments(judged), check_rule(rule), {}
     for q, groups in judged.items():
         ids = ranking(run.get(q, {}))[: None if k is None else check_k(k)]
@@ -298,16 +364,22 @@ def _field(obj, key, path, n, kind):
     return v
 
 # %% ../nbs/api/spans.ipynb #3427d6ad
-def read_texts(path) -> dict:
-    "`{doc: text}` from a JSON Lines file of `{'doc': ..., 'text': ...}` lines."
+def read_texts(
+    path: Path | str,  # a JSON Lines file
+) -> dict:
+    """Source texts from a JSON Lines file of `{'doc': ..., 'text': ...}` lines. Returns
+    `{doc: text}`."""
     out = {}
     for n, o in _jsonl(path, "texts"):
         out[_field(o, "doc", path, n, str)] = _field(o, "text", path, n, str)
     return out
 
 
-def read_layout(path) -> dict:
-    "`{chunk_id: (Span, ...)}` from JSON Lines of `{'id', 'doc', 'start', 'end'}`."
+def read_layout(
+    path: Path | str,  # a JSON Lines file
+) -> dict:
+    """A layout from JSON Lines of `{'id', 'doc', 'start', 'end'}` (a chunk may take
+    several lines). Returns `{chunk_id: (Span, ...)}`."""
     out = {}
     for n, o in _jsonl(path, "layout"):
         cid = _field(o, "id", path, n, str)
@@ -319,8 +391,12 @@ def read_layout(path) -> dict:
     return out
 
 # %% ../nbs/api/spans.ipynb #a08537c3
-def read_spans(path, texts: dict | None = None) -> dict:
-    "Span judgments `{qid: [group, ...]}` from a JSON Lines file (spans or passages)."
+def read_spans(
+    path: Path | str,  # a JSON Lines file of judgments
+    texts: dict | None = None,  # {doc: text}, to locate quoted passages
+) -> dict:
+    """Span judgments from a JSON Lines file: lines with `start`/`end` or a quoted
+    `passage`; lines of one `group` are alternatives. Returns `{qid: [group, ...]}`."""
     out = {}
     for n, o in _jsonl(path, "judgment"):
         q, d = _field(o, "qid", path, n, str), _field(o, "doc", path, n, str)
@@ -347,15 +423,16 @@ SPAN_METRIC = measure_pattern("spans")
 
 
 def span_evaluate(
-    judged: dict,
-    run: dict,
-    layout: dict,
-    metrics,
-    budget: float | None = None,
-    chars_per_token: float = 4.0,
-    partial: str = "cut",
+    judged: dict,  # {qid: [group, ...]}, a group a list of Spans (`as_judgments`)
+    run: dict,  # {qid: {chunk_id: score}}
+    layout: dict,  # {chunk_id: (Span, ...)}: where each chunk's text lies
+    metrics: str | list[str],  # e.g. 'span_recall@10', 'group_recall@5'
+    budget: float | None = None,  # tokens read per query, at most; None: no limit
+    chars_per_token: float = 4.0,  # characters per token (the budget's unit)
+    partial: str = "cut",  # the chunk over budget: 'cut' at it, or 'drop' it
 ) -> pd.DataFrame:
-    "Per-query span metrics ('span_recall@10', ...) of `run`: one column per metric."
+    """Per-query span metrics of `run`. Returns a DataFrame indexed by qid (the queries
+    with judged text), one column per metric."""
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     bad = [m for m in metrics if not SPAN_METRIC.match(str(m))]
     if bad or not metrics:
@@ -377,18 +454,25 @@ def span_evaluate(
     return pd.DataFrame(cols).reindex(keep).rename_axis("qid")
 
 # %% ../nbs/api/spans.ipynb #a6eb663d
-def doc_id(chapter: int) -> str:
-    "The document id of a benchmark chapter's source text, e.g. 'ch04'."
+def doc_id(
+    chapter: int,  # a benchmark chapter
+) -> str:
+    "The document id (a str) of a benchmark chapter's source text, e.g. 'ch04'."
     return f"ch{chapter:02d}"
 
 
-def clean(text: str) -> str:
-    "Text as spans compare it: `ftfy.fix_text`, HTML entities left as they are."
+def clean(
+    text: str,  # any text
+) -> str:
+    "Text as spans compare it (a str): `ftfy.fix_text`, HTML entities left as they are."
     return fix_text(text, unescape_html=False)
 
 
-def book_texts(chapters=None, raw: bool = False) -> dict:
-    "`{doc_id: text}`: each chapter's blocks joined by blank lines, normalised."
+def book_texts(
+    chapters: list[int] | None = None,  # chapters; None: every benchmark chapter
+    raw: bool = False,  # skip `clean`
+) -> dict:
+    "Each chapter's blocks joined by blank lines, normalised. Returns `{doc_id: text}`."
     out = {}
     for ch in sorted(FASTBOOK_CHAPTERS) if chapters is None else chapters:
         src = "\n\n".join(b.text for b in notebook_blocks(load_fastbook_chapter(ch)))
@@ -399,8 +483,11 @@ def book_texts(chapters=None, raw: bool = False) -> dict:
     return out
 
 # %% ../nbs/api/spans.ipynb #66502be9
-def chunk_layout(chunks: dict) -> dict:
-    "Where each benchmark chunk's text lies in its chapter: `{chunk_id: (Span, ...)}`."
+def chunk_layout(
+    chunks: dict[str, Chunk],  # benchmark chunks (`chunk_book`)
+) -> dict:
+    """Where each benchmark chunk's text lies in its chapter. Returns `{chunk_id: (Span,
+    ...)}`."""
     by_ch, out = {}, {}
     for cid in sorted(chunks):
         by_ch.setdefault(chunks[cid].chapter, []).append(cid)
@@ -431,8 +518,12 @@ def chunk_layout(chunks: dict) -> dict:
     return out
 
 # %% ../nbs/api/spans.ipynb #4ef29708
-def benchmark_spans(questions, texts: dict | None = None) -> dict:
-    "Span judgments of benchmark questions: per component, every place of each context."
+def benchmark_spans(
+    questions: list[Question | dict],  # benchmark questions
+    texts: dict | None = None,  # `book_texts()` output; None: computed
+) -> dict:
+    """Span judgments of benchmark questions: per component, a group of every place of
+    each of its contexts. Returns `{qid: [group, ...]}`."""
     texts, out = book_texts() if texts is None else texts, {}
     for q in map(as_question, questions):
         d = doc_id(q.chapter)
