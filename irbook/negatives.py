@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,12 @@ from .core import Summary, check_k, deprecated_names
 from .fastbook import matching_chunks
 from .search.dense import MINILM, DenseRetriever, Encoder
 from .synthetic import snippet
+
+if TYPE_CHECKING:  # named for type checkers only: importing this module loads neither
+    from pathlib import Path
+
+    from matplotlib.figure import Figure
+    from sentence_transformers import SentenceTransformer
 
 # %% auto #0
 __all__ = ['MINING_METHODS', 'mine_run', 'mine_negatives', 'first_positive', 'false_negatives', 'false_negative_table',
@@ -118,19 +125,20 @@ def _usable(queries, positives, docs, filter, summary, st, ev) -> tuple:
 
 # %% ../nbs/api/negatives.ipynb #0a39e6a2
 def mine_run(
-    queries: dict[str, str],
-    positives: dict[str, set[str]],
-    docs: dict[str, str],
-    n: int = 5,
-    method: str = "topk",
-    depth: int = 50,
-    band: tuple[float, float] = (0.3, 0.8),
-    margin: float = 0.95,
-    encoder=None,
-    filter: dict | None = None,
-    summary: Summary | None = None,
+    queries: dict[str, str],  # {qid: query text}
+    positives: dict[str, set[str]],  # {qid: ids of its known positives}: never mined
+    docs: dict[str, str],  # {doc_id: text}: the pool negatives come from
+    n: int = 5,  # negatives per query, at most
+    method: str = "topk",  # 'topk', 'band' or 'positive_aware'
+    depth: int = 50,  # candidates retrieved per query before the rules
+    band: tuple[float, float] = (0.3, 0.8),  # 'band': the (low, high) cosines kept
+    margin: float = 0.95,  # 'positive_aware': below margin x the positive's cosine
+    encoder: Encoder | None = None,  # embeds queries and docs; None: MiniLM
+    filter: dict | None = None,  # {qid: allowed doc ids}; None: every doc
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[dict, Summary]:
-    "Hard negatives as a run {qid: {doc_id: cosine}}, never a known positive."
+    """Hard negatives as a run {qid: {doc_id: cosine}}, best first, never a known
+    positive. Returns (the run, the summary: what each rule removed)."""
     lo, hi = _check_args(n, method, depth, band, margin)
     summary = summary if summary is not None else Summary()
     st, ev = f"mine ({method})", _events(n, method, lo, hi, margin)
@@ -180,14 +188,25 @@ def mine_run(
 
 # %% ../nbs/api/negatives.ipynb #d1ead872
 @delegates(mine_run)
-def mine_negatives(queries: dict, positives: dict, docs: dict, **kwargs) -> tuple:
-    "Hard negatives per query (doc ids, best first), never a known positive."
+def mine_negatives(
+    queries: dict,  # {qid: query text}
+    positives: dict,  # {qid: ids of its known positives}: never mined
+    docs: dict,  # {doc_id: text}: the pool negatives come from
+    **kwargs,
+) -> tuple:
+    """`mine_run` without the scores; its other arguments pass through. Returns
+    (negatives, summary): negatives is {qid: [doc_id, ...]}, best first, never a known
+    positive."""
     run, summary = mine_run(queries, positives, docs, **kwargs)
     return {q: list(s) for q, s in run.items()}, summary
 
 # %% ../nbs/api/negatives.ipynb #dcd27647
-def first_positive(questions: list, chunks: dict) -> dict[str, set[str]]:
-    "One positive per question, as a generated set has: the first chunk found."
+def first_positive(
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    chunks: dict,  # {chunk_id: Chunk} of the book
+) -> dict[str, set[str]]:
+    """One positive per question, as a generated set has: the first chunk found. Returns
+    {qid: {chunk_id}} (an empty set when none is found)."""
     out = {}
     for q in questions:
         found = [s for s in matching_chunks(q, chunks) if s]
@@ -195,8 +214,12 @@ def first_positive(questions: list, chunks: dict) -> dict[str, set[str]]:
     return out
 
 # %% ../nbs/api/negatives.ipynb #ec43d416
-def false_negatives(negatives: dict, relevant: dict) -> pd.DataFrame:
-    "Per query: negatives mined and the false ones among them."
+def false_negatives(
+    negatives: dict,  # {qid: [doc_id, ...]} mined (`mine_negatives`)
+    relevant: dict,  # {qid: ids of every relevant doc} (the gold)
+) -> pd.DataFrame:
+    """Per query: negatives mined and the false ones among them. Returns a DataFrame
+    indexed by qid: negatives, false, false_ids, first_false_rank."""
     rows = []
     for q, neg in negatives.items():
         rel = _ids(relevant.get(q))
@@ -228,8 +251,12 @@ def _false_row(fn: pd.DataFrame) -> dict:
     }
 
 # %% ../nbs/api/negatives.ipynb #7ba2aa65
-def false_negative_table(mined: dict, relevant: dict) -> pd.DataFrame:
-    "One row per mining method: negatives, false negatives and their rates."
+def false_negative_table(
+    mined: dict,  # {method: {qid: [doc_id, ...]}}
+    relevant: dict,  # {qid: ids of every relevant doc} (the gold)
+) -> pd.DataFrame:
+    """One row per mining method: negatives, false negatives and their rates. Returns a
+    DataFrame indexed by method."""
     rows = {m: _false_row(false_negatives(neg, relevant)) for m, neg in mined.items()}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
 
@@ -240,19 +267,20 @@ def _no_bar(encode):
 
 
 def st_negatives(
-    queries: dict,
-    positives: dict,
-    docs: dict,
-    n: int = 5,
-    method: str = "topk",
-    depth: int = 50,
-    band: tuple = (0.3, 0.8),
-    margin: float = 0.95,
-    model=None,
-    filter: dict | None = None,
-    cache_folder=None,
+    queries: dict,  # {qid: query text}
+    positives: dict,  # {qid: ids of its known positives}: never mined
+    docs: dict,  # {doc_id: text}: the pool negatives come from
+    n: int = 5,  # negatives per query, at most
+    method: str = "topk",  # 'topk', 'band' or 'positive_aware'
+    depth: int = 50,  # candidates retrieved per query before the rules
+    band: tuple = (0.3, 0.8),  # 'band': the (low, high) cosines kept
+    margin: float = 0.95,  # 'positive_aware': below margin x the positive's cosine
+    model: SentenceTransformer | None = None,  # the model; None: MiniLM
+    filter: dict | None = None,  # {qid: allowed doc ids}; None: every doc
+    cache_folder: str | Path | None = None,  # sentence-transformers' cache
 ) -> dict[str, list[str]]:
-    "The same mining through sentence-transformers' `mine_hard_negatives`, by id."
+    """The same mining through sentence-transformers' `mine_hard_negatives`, by id.
+    Returns {qid: [doc_id, ...]}."""
     import contextlib
     import io
     from unittest import mock
@@ -324,9 +352,14 @@ def st_negatives(
 
 # %% ../nbs/api/negatives.ipynb #ee2f83a1
 def negatives_table(
-    runs: dict, qid: str, docs: dict, gold: dict, width: int = 60
+    runs: dict,  # {method: run} (`mine_run`)
+    qid: str,  # the question shown
+    docs: dict,  # {doc_id: text}
+    gold: dict,  # {qid: ids of every relevant doc}
+    width: int = 60,  # characters of each snippet
 ) -> pd.DataFrame:
-    "One question's negatives per method: rank, chunk, cosine, gold or not, snippet."
+    """One question's negatives per method: rank, chunk, cosine, gold or not, snippet.
+    Returns a DataFrame indexed by (method, rank)."""
 
     return pd.DataFrame(
         [
@@ -345,9 +378,15 @@ def negatives_table(
 
 
 def negative_scores(
-    run: dict, queries: dict, docs: dict, positives: dict, relevant: dict, encoder
+    run: dict,  # mined negatives {qid: {doc_id: cosine}}
+    queries: dict,  # {qid: query text}
+    docs: dict,  # {doc_id: text}
+    positives: dict,  # {qid: ids of its known positives}
+    relevant: dict,  # {qid: ids of every relevant doc} (the gold)
+    encoder: Encoder,  # the encoder that mined `run`
 ) -> pd.DataFrame:
-    "Each mined negative: cosine, cosine over its positive's, and whether it is gold."
+    """Each mined negative: cosine, cosine over its positive's (the lowest, if several),
+    and whether it is gold. Returns a DataFrame: qid, cosine, ratio, false."""
     qids = list(queries)
     pscore = {
         q: float((encoder.encode([docs[d] for d in positives[q]]) @ qv).min())
@@ -369,8 +408,12 @@ def negative_scores(
     )
 
 # %% ../nbs/api/negatives.ipynb #cb139aee
-def plot_false_negatives(table: pd.DataFrame, methods=MINING_METHODS):
-    "Bars: each method's false-negative rate, its count of false negatives on top."
+def plot_false_negatives(
+    table: pd.DataFrame,  # `false_negative_table`'s result
+    methods: tuple = MINING_METHODS,  # the rows drawn, in order
+) -> Figure:
+    """Bars: each method's false-negative rate, its count of false negatives on top.
+    Returns the matplotlib Figure."""
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
     single = table.loc[list(methods)]
@@ -385,8 +428,13 @@ def plot_false_negatives(table: pd.DataFrame, methods=MINING_METHODS):
     return fig
 
 
-def plot_negative_scores(neg: pd.DataFrame, band=(0.3, 0.8), margin: float = 0.95):
-    "Histograms of true and false negatives: cosine, and cosine over the positive's."
+def plot_negative_scores(
+    neg: pd.DataFrame,  # `negative_scores`'s result
+    band: tuple = (0.3, 0.8),  # the band's limits, drawn as lines
+    margin: float = 0.95,  # the positive-aware margin, drawn as a line
+) -> Figure:
+    """Histograms of true and false negatives: cosine, and cosine over the positive's.
+    Returns the matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     fig, axs = plt.subplots(1, 2, figsize=(7, 2.8))
@@ -415,8 +463,12 @@ def plot_negative_scores(neg: pd.DataFrame, band=(0.3, 0.8), margin: float = 0.9
     return fig
 
 
-def plot_margin_sweep(sweep: pd.DataFrame, n_queries: int):
-    "False-negative rate and negatives per question against the positive-aware margin."
+def plot_margin_sweep(
+    sweep: pd.DataFrame,  # per margin (index): false-negative rate, negatives
+    n_queries: int,  # questions mined, to get negatives per question
+) -> Figure:
+    """False-negative rate and negatives per question against the positive-aware margin.
+    Returns the matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     margins = list(sweep.index)
