@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -15,7 +17,18 @@ from .fastbook import matching_chunks, normalize
 from .search.dense import DenseRetriever, Encoder
 from .search.fulltext import STOP_WORDS, BM25sRetriever, tokenize
 from .search.fusion import rrf  # the book's one RRF (ranx.fuse), see chapter 16
-from .synthetic import LLMClient, LLMError, LLMReplyError, flat_text, llm_config
+from irbook.synthetic import (
+    LLMClient,
+    LLMConfig,
+    LLMError,
+    LLMReplyError,
+    QAPair,
+    flat_text,
+    llm_config,
+)
+
+if TYPE_CHECKING:  # for type checkers only: importing this loads no matplotlib
+    from matplotlib.figure import Figure
 
 # %% auto #0
 __all__ = ['JUDGE_LABELS', 'JUDGE_SCHEMA', 'JUDGE_PROMPT', 'map_citation', 'map_pairs', 'embed', 'near_duplicates',
@@ -28,13 +41,15 @@ _SENTENCE = re.compile(r"(?<=[.!?:])\s+(?=[A-Z0-9`*\[(])")
 
 
 def map_citation(
-    citation: str,
-    chunks: dict,
-    chapter: int | None = None,
-    min_ratio: float = 90,
-    min_len: int = 40,
+    citation: str,  # a passage quoted as support
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+    chapter: int | None = None,  # look only in this chapter; None: all
+    min_ratio: float = 90,  # least fuzzy score (rapidfuzz partial_ratio)
+    min_len: int = 40,  # shorter chunks or sentences are not fuzzy-matched
 ) -> dict:
-    "The chunks (of `chapter`) holding `citation`: {chunk_id: score 0-100}."
+    """The chunks (of `chapter`) holding `citation`, verbatim (score 100) or fuzzily; a
+    citation across a chunk boundary is matched sentence by sentence. Returns {chunk_id:
+    score 0-100}, empty when none holds it."""
     from rapidfuzz import fuzz
 
     c = flat_text(citation)
@@ -73,13 +88,15 @@ def map_citation(
 
 # %% ../nbs/api/noise.ipynb #8c12c7f5
 def map_pairs(
-    pairs: list,
-    chunks: dict,
-    summary: Summary | None = None,
-    progress: bool = True,
-    **kw,
+    pairs: list,  # QAPairs (`generate_qa`, `benchmark_pairs`)
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+    summary: Summary | None = None,  # counts of what happened are added here
+    progress: bool = True,  # show a progress bar
+    **kw,  # `map_citation`'s min_ratio and min_len
 ) -> tuple[pd.DataFrame, Summary]:
-    "Each pair's citations mapped to chunks of its chapter: a table and the summary."
+    """Each pair's citations mapped to chunks of its chapter. Returns (a DataFrame
+    indexed by qid: citations, unmapped, positives, n_pos, min_score, multi; the
+    summary)."""
     summary = summary or Summary()
     for e in (
         "pairs",
@@ -121,17 +138,24 @@ def map_pairs(
     return df, summary
 
 # %% ../nbs/api/noise.ipynb #d3f1210d
-def embed(texts: list, encoder=None) -> np.ndarray:
-    "L2-normalised MiniLM embeddings of `texts` (irbook.search.dense's cached encoder)."
+def embed(
+    texts: list,  # the texts
+    encoder: Encoder | None = None,  # the embedding; None: MiniLM
+) -> np.ndarray:
+    """L2-normalised embeddings of `texts` (irbook.search.dense's cached encoder, MiniLM
+    by default). Returns an (n, dim) array."""
     if encoder is None:
         encoder = Encoder(progress=False)
     return encoder.encode(list(texts))
 
 # %% ../nbs/api/noise.ipynb #8f80c57e
 def near_duplicates(
-    emb: np.ndarray, ids: list, threshold: float = 0.97
+    emb: np.ndarray,  # L2-normalised rows (`embed`)
+    ids: list,  # an id per row
+    threshold: float = 0.97,  # cosine at which two rows are near-duplicates
 ) -> pd.DataFrame:
-    "Every pair of rows of `emb` with cosine >= threshold: a table a, b, cosine."
+    """Every pair of rows of `emb` with cosine >= threshold. Returns a DataFrame a, b,
+    cosine, highest first."""
     emb = np.asarray(emb, dtype=np.float64)
     if len(ids) != len(emb):
         raise ValueError(f"{len(ids)} ids for {len(emb)} embeddings")
@@ -148,14 +172,15 @@ def near_duplicates(
 
 # %% ../nbs/api/noise.ipynb #2e692705
 def near_duplicate_ids(
-    emb: np.ndarray,
-    ids: list,
-    threshold: float = 0.97,
-    summary: Summary | None = None,
-    stage: str = "dedup",
-    what: str = "question",
+    emb: np.ndarray,  # L2-normalised rows (`embed`)
+    ids: list,  # an id per row
+    threshold: float = 0.97,  # cosine at which two rows are near-duplicates
+    summary: Summary | None = None,  # counts of what happened are added here
+    stage: str = "dedup",  # the summary's stage name
+    what: str = "question",  # what a row is, in the summary's words
 ) -> set:
-    "Ids of both members of every near-duplicate pair, counted in `summary`."
+    """Ids of both members of every near-duplicate pair, counted in `summary`. Returns a
+    set of ids."""
     summary = summary if summary is not None else Summary()
     dups = near_duplicates(emb, ids, threshold)
     gone = set(dups.a) | set(dups.b)
@@ -172,21 +197,27 @@ def near_duplicate_ids(
 
 # %% ../nbs/api/noise.ipynb #3c4faaf6
 def drop_near_duplicates(
-    pairs: list,
-    emb: np.ndarray,
-    threshold: float = 0.97,
-    summary: Summary | None = None,
+    pairs: list,  # QAPairs (`generate_qa`, `benchmark_pairs`)
+    emb: np.ndarray,  # their questions' rows, L2-normalised
+    threshold: float = 0.97,  # cosine at which two rows are near-duplicates
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[list, Summary]:
-    "Both members of every near-duplicate pair of questions removed and counted."
+    """Both members of every near-duplicate pair of questions removed and counted.
+    Returns (the kept pairs, the summary)."""
     summary = summary or Summary()
     gone = near_duplicate_ids(emb, [p.qid for p in pairs], threshold, summary)
     return [p for p in pairs if p.qid not in gone], summary
 
 # %% ../nbs/api/noise.ipynb #754b74c5
 def hybrid_search(
-    queries: dict, chunks: dict, k: int = 5, depth: int = 50, filter: dict | None = None
+    queries: dict,  # {qid: query text}
+    chunks: dict,  # {chunk_id: Chunk or text}
+    k: int = 5,  # chunks kept per query
+    depth: int = 50,  # depth of each fused run
+    filter: dict | None = None,  # {qid: allowed chunk ids}; None: all
 ) -> dict:
-    "Top-`k` chunks per query by RRF of BM25 and dense MiniLM runs of depth `depth`."
+    """Top-`k` chunks per query by RRF of BM25 and dense MiniLM runs of depth `depth`.
+    Returns a run {qid: {chunk_id: score}}."""
     docs = as_docs(chunks)
     runs = [
         r.index(docs).search(queries, k=depth, filter=filter)
@@ -224,12 +255,19 @@ class LLMJudge:
 
     name = "LLM judge"
 
-    def __init__(self, client: LLMClient | None = None):
+    def __init__(
+        self,
+        client: LLMClient | None = None,  # the endpoint; None: `LLMClient()`
+    ):
         self.client = client or LLMClient()
         self.name = f"LLM judge ({self.client.config.model})"
 
-    def prompt(self, pair, text: str) -> str:
-        "The judge prompt for a pair and a candidate chunk text."
+    def prompt(
+        self,
+        pair: QAPair,  # the pair judged
+        text: str,  # the candidate chunk's text
+    ) -> str:
+        "The judge prompt (a str) for a pair and a candidate chunk text."
         return JUDGE_PROMPT.format(question=pair.question.strip(), passage=text.strip())
 
     def __call__(self, pair, text: str) -> str:
@@ -240,7 +278,12 @@ class LLMJudge:
 class ContainmentJudge:
     "Lexical stand-in for the LLM judge: share of the answer's words in the chunk."
 
-    def __init__(self, full: float = 0.8, partial: float = 0.5, min_words: int = 3):
+    def __init__(
+        self,
+        full: float = 0.8,  # coverage from which the label is Full
+        partial: float = 0.5,  # coverage from which it is Unknown
+        min_words: int = 3,  # fewer answer content words: Unknown, not Full
+    ):
         if not 0 <= partial <= full <= 1:
             raise ValueError(f"need 0 <= partial <= full <= 1, got {partial}, {full}")
         self.full, self.partial, self.min_words = full, partial, min_words
@@ -253,8 +296,13 @@ class ContainmentJudge:
     def _words(text: str) -> set:
         return set(tokenize(normalize(text), STOP_WORDS, stem=True))
 
-    def coverage(self, pair, text: str) -> float:
-        "Share of the answer's distinct content words that occur in `text`."
+    def coverage(
+        self,
+        pair: QAPair,  # the pair judged
+        text: str,  # the candidate chunk's text
+    ) -> float:
+        """Share of the answer's distinct content words that occur in `text` (a float, 0
+        to 1)."""
         ans = self._words(pair.answer)
         return len(ans & self._words(text)) / len(ans) if ans else 0.0
 
@@ -270,16 +318,18 @@ class ContainmentJudge:
 
 # %% ../nbs/api/noise.ipynb #38f190ab
 def multi_positive_filter(
-    pairs: list,
-    positives: dict,
-    run: dict,
-    chunks: dict,
-    judge,
-    L: int = 5,
-    summary: Summary | None = None,
-    progress: bool = True,
+    pairs: list,  # QAPairs (`generate_qa`, `benchmark_pairs`)
+    positives: dict,  # {qid: ids of its known positive chunks}
+    run: dict,  # retrieved chunks {qid: {chunk_id: score}}
+    chunks: dict,  # {chunk_id: Chunk or text}
+    judge: Callable,  # (pair, text) -> 'Full', 'None' or 'Unknown'
+    L: int = 5,  # retrieved chunks looked at per pair
+    summary: Summary | None = None,  # counts of what happened are added here
+    progress: bool = True,  # show a progress bar
 ) -> tuple[pd.DataFrame, Summary]:
-    "Judge the top-`L` chunks minus known positives; drop pairs with a Full one."
+    """Judge the top-`L` chunks minus known positives; drop pairs with a Full one.
+    Returns (a DataFrame indexed by qid: counts per label, removed, judged; the
+    summary)."""
     summary = summary or Summary()
     stage = "multi-positive"
     for e in (
@@ -335,8 +385,12 @@ def multi_positive_filter(
     return pd.DataFrame(rows).set_index("qid") if rows else pd.DataFrame(), summary
 
 # %% ../nbs/api/noise.ipynb #d3bf35fa
-def positive_counts(questions: list, chunks: dict) -> pd.DataFrame:
-    "Per question: its positive chunks and how its components spread over chunks."
+def positive_counts(
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    chunks: dict,  # {chunk_id: Chunk} of the book (`chunk_book`)
+) -> pd.DataFrame:
+    """Per question: its positive chunks and how its components spread over chunks.
+    Returns a DataFrame indexed by qid: n_pos, spread, repeated."""
     rows = []
     for q in questions:
         comps = [s for s in matching_chunks(q, chunks)]
@@ -368,8 +422,12 @@ def _positive_row(pc: pd.DataFrame, n_chunks: int) -> dict:
     }
 
 # %% ../nbs/api/noise.ipynb #3ce56460
-def multi_positive_table(questions: list, chunkings: dict) -> pd.DataFrame:
-    "For each named chunking: questions with 0, 1 and more positive chunks."
+def multi_positive_table(
+    questions: list,  # fastbook-benchmark questions (`load_questions`)
+    chunkings: dict,  # {name: {chunk_id: Chunk}}
+) -> pd.DataFrame:
+    """For each named chunking: questions with 0, 1 and more positive chunks. Returns a
+    DataFrame indexed by chunking."""
     rows = {
         name: _positive_row(positive_counts(questions, ch), len(ch))
         for name, ch in chunkings.items()
@@ -392,9 +450,14 @@ def _positive_texts(pos) -> list:
 
 # %% ../nbs/api/noise.ipynb #a5ce7a4e
 def easiness_scores(
-    pairs: list, positives: dict, encoder=None, summary: Summary | None = None
+    pairs: list,  # QAPairs (`generate_qa`, `benchmark_pairs`)
+    positives: dict,  # {qid: its positive: a text, a chunk, or a list}
+    encoder: Encoder | None = None,  # the embedding; None: MiniLM
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> pd.Series:
-    "Cosine of each pair's query and its closest positive under a judge embedding."
+    """Cosine of each pair's query and its closest positive under a judge embedding.
+    Returns a Series {qid: cosine}; pairs with a blank query or no positive are counted,
+    not scored."""
     summary = summary if summary is not None else Summary()
     stage, ok = "easiness", []
     blank, nopos = (
@@ -418,13 +481,14 @@ def easiness_scores(
 
 # %% ../nbs/api/noise.ipynb #be759bf1
 def easiness_filter(
-    pairs: list,
-    positives: dict,
-    percentile: float = 70,
-    encoder=None,
-    summary: Summary | None = None,
+    pairs: list,  # QAPairs (`generate_qa`, `benchmark_pairs`)
+    positives: dict,  # {qid: its positive: a text, a chunk, or a list}
+    percentile: float = 70,  # pairs above this percentile of cosines dropped
+    encoder: Encoder | None = None,  # the embedding; None: MiniLM
+    summary: Summary | None = None,  # counts of what happened are added here
 ) -> tuple[list, Summary]:
-    "Pairs whose query-positive cosine is at most the `percentile`-th of all pairs'."
+    """Pairs whose query-positive cosine is at most the `percentile`-th of all pairs'.
+    Returns (the kept pairs, the summary)."""
     if isinstance(percentile, bool) or not 0 <= percentile <= 100:
         raise ValueError(f"percentile must be in [0, 100], got {percentile!r}")
     summary = summary if summary is not None else Summary()
@@ -440,8 +504,12 @@ def easiness_filter(
     return [p for p in pairs if p.qid in keep], summary
 
 # %% ../nbs/api/noise.ipynb #d13a5efb
-def answerability_judge(config=None, **client_kw):
-    "`LLMJudge` when an LLM endpoint is configured, else `ContainmentJudge`."
+def answerability_judge(
+    config: LLMConfig | None = None,  # the endpoint; None: `llm_config()`
+    **client_kw,  # `LLMClient`'s options
+) -> LLMJudge | ContainmentJudge:
+    """`LLMJudge` when an LLM endpoint is configured, else `ContainmentJudge`. Returns
+    the judge."""
     config = config or llm_config()
     return LLMJudge(LLMClient(config, **client_kw)) if config else ContainmentJudge()
 
@@ -462,14 +530,16 @@ def _judge_one(judge, p, text: str, summary: Summary, stage: str) -> str:
 
 # %% ../nbs/api/noise.ipynb #1037dcfe
 def answerability_filter(
-    pairs: list,
-    positives: dict,
-    judge=None,
-    keep=("Full", "Unknown"),
-    summary: Summary | None = None,
-    progress: bool = False,
+    pairs: list,  # QAPairs (`generate_qa`, `benchmark_pairs`)
+    positives: dict,  # {qid: its positive: a text, a chunk, or a list}
+    judge: Callable | None = None,  # None: `answerability_judge()`
+    keep: tuple = ("Full", "Unknown"),  # the labels kept
+    summary: Summary | None = None,  # counts of what happened are added here
+    progress: bool = False,  # show a progress bar
 ) -> tuple[list, pd.DataFrame, Summary]:
-    "Pairs whose own positive the judge finds answers them; the judge is named."
+    """Pairs whose own positive the judge finds answers them; the judge is named.
+    Returns (the kept pairs, a DataFrame indexed by qid: label, kept, judge; the
+    summary)."""
     judge = judge if judge is not None else answerability_judge()
     summary, stage = summary if summary is not None else Summary(), "answerability"
     summary.expect(stage, ("pairs in", "pair with no positive text (dropped)"))
@@ -497,8 +567,12 @@ def answerability_filter(
     return kept, pd.DataFrame(rows, columns=cols).set_index("qid"), summary
 
 # %% ../nbs/api/noise.ipynb #3fcdfbe1
-def plot_positive_counts(mapped: pd.DataFrame, chunking: str = "group-of-3 chunks"):
-    "Bars: questions by their number of positive chunks (`map_pairs`'s `n_pos`)."
+def plot_positive_counts(
+    mapped: pd.DataFrame,  # `map_pairs`'s table
+    chunking: str = "group-of-3 chunks",  # the chunking's name, in the title
+) -> Figure:
+    """Bars: questions by their number of positive chunks (`map_pairs`'s `n_pos`).
+    Returns the matplotlib Figure."""
     import matplotlib.pyplot as plt  # on use, as every irbook plot
 
     counts = mapped.n_pos.value_counts().sort_index()
@@ -509,15 +583,22 @@ def plot_positive_counts(mapped: pd.DataFrame, chunking: str = "group-of-3 chunk
     return fig
 
 
-def nearest_cosine(emb: np.ndarray) -> np.ndarray:
-    "Each row's cosine to its most similar other row (rows L2-normalised)."
+def nearest_cosine(
+    emb: np.ndarray,  # L2-normalised rows
+) -> np.ndarray:
+    """Each row's cosine to its most similar other row (rows L2-normalised). Returns an
+    array, one value per row."""
     sim = emb @ emb.T
     np.fill_diagonal(sim, -1)
     return sim.max(axis=1)
 
 
-def plot_nearest(nearest: np.ndarray, threshold: float = 0.97):
-    "Histogram of `nearest_cosine`, the near-duplicate threshold dashed."
+def plot_nearest(
+    nearest: np.ndarray,  # `nearest_cosine`'s result
+    threshold: float = 0.97,  # drawn dashed
+) -> Figure:
+    """Histogram of `nearest_cosine`, the near-duplicate threshold dashed. Returns the
+    matplotlib Figure."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 2.5))
