@@ -50,7 +50,16 @@ def modules():
 def irbook_imports(name, tree):
     "(node, imported module, imported names) for every import of an irbook module."
     pkg = name.split(".")[:-1] if not name.endswith("metrics") else name.split(".")
+    # `if TYPE_CHECKING:` imports never run: they name a type for the documentation
+    typing_only = {
+        id(sub)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+        for sub in ast.walk(n)
+    }
     for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = pkg[: len(pkg) - node.level + 1]

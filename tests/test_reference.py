@@ -77,12 +77,6 @@ NOT_YET = {
     "synthetic",
     "noise",
     "negatives",
-    "synthetic_eval",
-    "training_filters",
-    "judges",
-    "part2",
-    "metrics_conventions",
-    "metrics_ranx_compat",
 }
 
 
