@@ -17,10 +17,12 @@ import re
 import shutil
 import tempfile
 import warnings
+from collections.abc import Iterable
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from fastcore.basics import patch
@@ -47,6 +49,11 @@ from irbook.data import (
 )
 from .dense import MINILM, pick_device, resolve_model
 
+if TYPE_CHECKING:  # for type checkers only: importing this loads no torch
+    import torch
+    from colbert.modeling.checkpoint import Checkpoint
+    from pylate.models import ColBERT
+
 # %% ../../nbs/api/search_colbert.ipynb #4bfc831a
 COLBERTV2 = (
     "colbert-ir/colbertv2.0"  # the benchmark author's models: need the Hugging Face hub
@@ -55,12 +62,13 @@ ANSWERAI_SMALL = "answerdotai/answerai-colbert-small-v1"
 
 
 def new_colbert(
-    base: str = MINILM,
-    dim: int = 128,
-    seed: int | None = None,
-    device: str | None = None,
-):
-    "An untrained PyLate ColBERT on `base`, on `pick_device(device)`; `seed` fixes it."
+    base: str = MINILM,  # the encoder: a hub name or local folder
+    dim: int = 128,  # size of each token vector (the projection's output)
+    seed: int | None = None,  # seeds the projection's random init; None: unseeded
+    device: str | None = None,  # None: `pick_device`'s rule
+) -> "ColBERT":
+    """An untrained PyLate ColBERT on `base`, on `pick_device(device)`; `seed` fixes it.
+    Returns the model (a pylate `ColBERT`)."""
     import torch
     from pylate import models
     from transformers.utils import logging as hf_logging
@@ -98,12 +106,14 @@ def _sentences(text: str) -> list[str]:
 
 # %% ../../nbs/api/search_colbert.ipynb #9b213a44
 def pseudo_queries(
-    chapters=FASTBOOK_CHAPTERS,
-    seed: int = 0,
-    min_words: int = 12,
-    max_doc_words: int = 150,
+    chapters: Iterable[int] = FASTBOOK_CHAPTERS,  # the fastbook chapters used
+    seed: int = 0,  # seeds which sentence becomes the query, and the order
+    min_words: int = 12,  # shorter paragraphs (and section bodies) unused
+    max_doc_words: int = 150,  # words kept of each positive
 ) -> list[tuple[str, str]]:
-    "Training pairs (query, positive) made from the chapters alone."
+    """Training pairs (query, positive) made from the chapters alone: a sentence and the
+    rest of its paragraph, a section's title and its text. Returns a shuffled list of
+    (query, positive) tuples."""
     rng, pairs = random.Random(seed), []
     for ch in chapters:
         blocks = notebook_blocks(load_fastbook_chapter(ch))
@@ -132,9 +142,14 @@ def pseudo_queries(
 
 # %% ../../nbs/api/search_colbert.ipynb #0d986d64
 def token_states(
-    model, texts: list, is_query: bool, batch_size: int = 32, progress: bool = True
-):
-    "The frozen encoder's token vectors for `texts`, padded: (states, mask)."
+    model: "ColBERT",  # a PyLate ColBERT (`new_colbert`, `load_colbert`)
+    texts: list,  # the texts to encode
+    is_query: bool,  # encode as queries (True) or documents
+    batch_size: int = 32,  # texts per forward pass
+    progress: bool = True,  # show progress bars
+) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """The frozen encoder's token vectors for `texts`, padded. Returns (states, mask):
+    torch tensors (n, tokens, hidden) and (n, tokens)."""
     import torch
     from sentence_transformers.util import batch_to_device
 
@@ -153,16 +168,17 @@ def token_states(
 
 # %% ../../nbs/api/search_colbert.ipynb #0dfcda1e
 def train_head(
-    model,
-    pairs: list,
-    steps: int = 150,
-    batch_size: int = 32,
-    lr: float = 2e-3,
-    seed: int = 0,
-    doc_length: int = 128,
-    progress: bool = True,
+    model: "ColBERT",  # a PyLate ColBERT (`new_colbert`, `load_colbert`)
+    pairs: list,  # (query, positive) pairs (`pseudo_queries`)
+    steps: int = 150,  # optimiser steps
+    batch_size: int = 32,  # pairs per step: the in-batch negatives
+    lr: float = 2e-3,  # AdamW's learning rate
+    seed: int = 0,  # seeds the batches
+    doc_length: int = 128,  # tokens kept per positive
+    progress: bool = True,  # show progress bars
 ) -> list[float]:
-    "Train `model`'s projection in place with a MaxSim contrastive loss."
+    """Train `model`'s projection in place with a MaxSim contrastive loss (the encoder
+    stays frozen). Returns the loss of every step, a list of floats."""
     import torch
     from pylate.scores import colbert_scores
 
@@ -207,15 +223,15 @@ def train_head(
 class ColBERTSettings(Settings):
     "Everything that determines the offline stand-in: encoder, projection, data."
 
-    base: str = MINILM
-    dim: int = 128
-    chapters: tuple = tuple(FASTBOOK_CHAPTERS)
-    n_pairs: int = 400
-    steps: int = 150
-    batch_size: int = 32
-    lr: float = 2e-3
-    seed: int = 0
-    doc_length: int = 128
+    base: str = MINILM  # the frozen encoder
+    dim: int = 128  # size of each token vector
+    chapters: tuple = tuple(FASTBOOK_CHAPTERS)  # the pseudo-queries' chapters
+    n_pairs: int = 400  # training pairs used
+    steps: int = 150  # optimiser steps
+    batch_size: int = 32  # pairs per step
+    lr: float = 2e-3  # learning rate of the projection
+    seed: int = 0  # seeds init, pairs and batches
+    doc_length: int = 128  # tokens kept per positive while training
     kind = "colbert"  # the middle word of the cache folder's name
 
     def versions(self) -> dict:
@@ -223,8 +239,11 @@ class ColBERTSettings(Settings):
         return {"pylate": version("pylate")}
 
 # %% ../../nbs/api/search_colbert.ipynb #cdfddd3a
-def is_complete(folder, settings: ColBERTSettings) -> bool:
-    "True if `folder` holds a finished model for `settings`."
+def is_complete(
+    folder: str | Path,  # a model folder
+    settings: ColBERTSettings,  # the settings it should have been built with
+) -> bool:
+    "True if `folder` holds a finished model for `settings` (a bool)."
     return folder_is_complete(folder, settings.digest())
 
 # %% ../../nbs/api/search_colbert.ipynb #08176d35
@@ -236,13 +255,14 @@ STANDIN_ABOUT = (
 
 # %% ../../nbs/api/search_colbert.ipynb #601ed6b0
 def offline_colbert(
-    settings: ColBERTSettings | None = None,
-    root=None,
-    rebuild: bool = False,
-    progress: bool = True,
-    device: str | None = None,
+    settings: ColBERTSettings | None = None,  # None: `ColBERTSettings()`
+    root: str | Path | None = None,  # the model's folder; None: in the cache
+    rebuild: bool = False,  # train again even if cached
+    progress: bool = True,  # show progress bars
+    device: str | None = None,  # None: `pick_device`'s rule
 ) -> Path:
-    "Path of the trained stand-in (MiniLM-LI) for `settings`: cached, else trained."
+    """The trained stand-in (MiniLM-LI) for `settings`: cached, else trained. Returns
+    the folder of the saved model."""
     s = settings or ColBERTSettings()
 
     # the key is the settings, not the device: a model trained on a GPU serves a CPU
@@ -271,13 +291,19 @@ def offline_colbert(
     )
 
 # %% ../../nbs/api/search_colbert.ipynb #6cd7e932
-def colbert_training_log(folder) -> dict:
-    "The settings and per-step losses saved beside a stand-in `offline_colbert` built."
+def colbert_training_log(
+    folder: str | Path,  # a folder `offline_colbert` built
+) -> dict:
+    """The settings and per-step losses saved beside a stand-in `offline_colbert` built
+    (a dict)."""
     return json.loads((Path(folder) / "irbook-train.json").read_text())
 
 # %% ../../nbs/api/search_colbert.ipynb #de90284f
-def model_identity(path: Path) -> str:
-    "What a local model folder holds: its build marker if irbook made it, else files."
+def model_identity(
+    path: Path,  # a local model folder
+) -> str:
+    """What a local model folder holds (a str): its build marker if irbook made it, else
+    a digest of its files' names, sizes and times."""
     marker = path / MARKER
     if marker.is_file():
         return marker.read_text()
@@ -298,8 +324,12 @@ def _model_name(path: Path) -> str:
     return STANDIN if {"dim", "n_pairs"} <= set(settings) else path.name
 
 
-def load_colbert(model=None, device: str | None = None):
-    "A PyLate ColBERT: a folder or hub name; None: $IRBOOK_COLBERT, else the stand-in."
+def load_colbert(
+    model: str | None = None,  # folder or hub name; None: $IRBOOK_COLBERT or stand-in
+    device: str | None = None,  # None: `pick_device`'s rule
+) -> "ColBERT":
+    """A PyLate ColBERT: a folder or hub name; None: $IRBOOK_COLBERT, else the stand-in.
+    Returns the model, named (`irbook_name`) and identified for the index cache."""
     from pylate import models
 
     env = os.environ.get(COLBERT_ENV, "").strip()
@@ -332,13 +362,24 @@ def load_colbert(model=None, device: str | None = None):
     return m
 
 # %% ../../nbs/api/search_colbert.ipynb #369b263b
-def maxsim(q: np.ndarray, d: np.ndarray) -> float:
-    "Late-interaction score: per query token the best dot product, summed."
+def maxsim(
+    q: np.ndarray,  # a query's token vectors (tokens, dim)
+    d: np.ndarray,  # a document's token vectors
+) -> float:
+    """Late-interaction score: per query token the best dot product, summed. Returns a
+    float (0 for an empty document)."""
     return float((q @ d.T).max(axis=1).sum()) if len(d) else 0.0
 
 # %% ../../nbs/api/search_colbert.ipynb #8d677fbb
-def maxsim_top(q: np.ndarray, emb: list, ids: list, cand, k: int) -> dict:
-    "Top-`k` of the candidate rows `cand` by exact MaxSim against token vectors `emb`."
+def maxsim_top(
+    q: np.ndarray,  # a query's token vectors (tokens, dim)
+    emb: list,  # token vectors of every document
+    ids: list,  # the documents' ids, in `emb`'s order
+    cand: Iterable[int],  # the rows scored
+    k: int,  # documents kept
+) -> dict:
+    """Top-`k` of the candidate rows `cand` by exact MaxSim against token vectors `emb`.
+    Returns {doc_id: score}, best first."""
     cand = np.array(sorted(cand), dtype=np.int64)
     scores = np.full(len(ids), -np.inf)
     scores[cand] = [maxsim(q, emb[i]) for i in cand]
@@ -364,16 +405,16 @@ class ColBERTRetriever(Retriever):
 
     def __init__(
         self,
-        model=None,
-        batch_size: int = 32,
-        candidates: int = 50,
-        index_folder=None,
-        progress: bool = True,
-        query_length: int | None = None,
-        document_length: int | None = None,
-        cache: bool = True,
-        exact_up_to: int = 10_000,
-        device: str | None = None,
+        model: "ColBERT | str | Path | None" = None,  # model, folder or hub name
+        batch_size: int = 32,  # texts per forward pass
+        candidates: int = 50,  # Voyager's candidates per query (wide searches)
+        index_folder: str | Path | None = None,  # where the index goes; None: cached
+        progress: bool = True,  # show progress bars
+        query_length: int | None = None,  # query tokens; None: the model's
+        document_length: int | None = None,  # document tokens; None: the model's
+        cache: bool = True,  # reuse an index of the same model and texts
+        exact_up_to: int = 10_000,  # a filter to at most this many docs: all scored
+        device: str | None = None,  # None: `pick_device`'s rule
     ):
         self.cache = cache and index_folder is None
         self.exact_up_to = check_k(exact_up_to, "ColBERTRetriever", "exact_up_to")
@@ -538,8 +579,11 @@ def _source_digest(src: Path) -> str:
     ).hexdigest()
 
 # %% ../../nbs/api/search_colbert.ipynb #66016069
-def colbert_ai_metadata(model_dir) -> dict:
-    "The colbert-ai settings equivalent to a saved PyLate ColBERT."
+def colbert_ai_metadata(
+    model_dir: str | Path,  # a saved PyLate ColBERT (BERT encoder)
+) -> dict:
+    """The colbert-ai settings equivalent to a saved PyLate ColBERT (a dict); a model
+    colbert-ai cannot express is refused."""
     src = Path(model_dir)
     st = json.loads((src / "config_sentence_transformers.json").read_text())
     dense = json.loads((src / "1_Dense" / "config.json").read_text())
@@ -580,8 +624,12 @@ def colbert_ai_metadata(model_dir) -> dict:
     }
 
 # %% ../../nbs/api/search_colbert.ipynb #24a978d7
-def colbert_ai_complete(folder, source) -> bool:
-    "True if `folder` is a finished conversion of the PyLate model in `source`."
+def colbert_ai_complete(
+    folder: str | Path,  # the converted checkpoint's folder
+    source: str | Path,  # the PyLate model it was converted from
+) -> bool:
+    """True if `folder` is a finished conversion of the PyLate model in `source` (a
+    bool)."""
     return folder_is_complete(folder, _source_digest(source))
 
 # %% ../../nbs/api/search_colbert.ipynb #330d1d4d
@@ -610,8 +658,11 @@ def _quiet(on: bool = True):
         yield
 
 # %% ../../nbs/api/search_colbert.ipynb #6477978c
-def colbert_ai_checkpoint(folder):
-    "The colbert-ai `Checkpoint` of a checkpoint folder, on the CPU."
+def colbert_ai_checkpoint(
+    folder: str | Path,  # a colbert-ai checkpoint folder
+) -> "Checkpoint":
+    """The colbert-ai `Checkpoint` of a checkpoint folder, on the CPU. Returns the
+    loaded Checkpoint."""
     _colbert_env()
     with _quiet():
         from colbert.infra import ColBERTConfig
@@ -634,9 +685,14 @@ CHECK_TEXTS = (
 
 
 def check_colbert_ai(
-    pylate_dir, colbert_dir, texts=None, atol: float = 1e-4, device: str | None = None
+    pylate_dir: str | Path,  # the PyLate model
+    colbert_dir: str | Path,  # its colbert-ai conversion
+    texts: list | None = None,  # texts compared; None: a built-in few
+    atol: float = 1e-4,  # the largest difference allowed
+    device: str | None = None,  # None: `pick_device`'s rule
 ) -> float:
-    "Largest difference between PyLate's and colbert-ai's token vectors for `texts`."
+    """Largest difference between PyLate's and colbert-ai's token vectors for `texts`,
+    queries and documents. Returns it (a float); raises ValueError above `atol`."""
     from pylate import models
 
     pm, ck, texts = (
@@ -667,9 +723,13 @@ def check_colbert_ai(
 
 # %% ../../nbs/api/search_colbert.ipynb #928f98fb
 def to_colbert_ai(
-    model_dir=None, out_dir=None, check: bool = True, rebuild: bool = False
+    model_dir: str | Path | None = None,  # a PyLate ColBERT; None: the stand-in
+    out_dir: str | Path | None = None,  # None: beside it, '-colbert-ai' added
+    check: bool = True,  # compare the two models' vectors before finishing
+    rebuild: bool = False,  # convert again even if done
 ) -> Path:
-    "A PyLate ColBERT folder converted into a colbert-ai checkpoint, atomically."
+    """A PyLate ColBERT folder converted into a colbert-ai checkpoint, atomically.
+    Returns the checkpoint's folder."""
     from safetensors.torch import load_file, save_file
 
     src = Path(model_dir) if model_dir else offline_colbert()
@@ -714,12 +774,12 @@ class RAGatouilleRetriever(Retriever):
 
     def __init__(
         self,
-        checkpoint=None,
-        index_root=None,
-        candidates: int = 50,
-        exact: bool = True,
-        pin_query_length: bool = True,
-        progress: bool = False,
+        checkpoint: str | Path | None = None,  # None: the stand-in's conversion
+        index_root: str | Path | None = None,  # PLAID's index folder; None: temporary
+        candidates: int = 50,  # PLAID's candidates per query when `exact`
+        exact: bool = True,  # re-score PLAID's candidates by exact MaxSim
+        pin_query_length: bool = True,  # keep the checkpoint's query length
+        progress: bool = False,  # show RAGatouille's output
     ):
         self.checkpoint = (
             str(checkpoint) if checkpoint is not None else str(to_colbert_ai())
@@ -797,8 +857,13 @@ class RAGatouilleRetriever(Retriever):
         return run
 
 # %% ../../nbs/api/search_colbert.ipynb #7bd44de6
-def agree_up_to_ties(a: dict, b: dict, tol: float = 1e-4) -> bool:
-    "True if two rankings of one query agree rank by rank, up to ties at the cut-off."
+def agree_up_to_ties(
+    a: dict,  # one ranking {doc_id: score}
+    b: dict,  # the other
+    tol: float = 1e-4,  # scores closer than this are ties
+) -> bool:
+    """True if two rankings of one query agree rank by rank, up to ties at the cut-off
+    (a bool)."""
     if len(a) != len(b):
         return False
     sa = sorted(a.values(), reverse=True)
