@@ -63,14 +63,6 @@ MODULES = {
 # modules whose parameters are not all documented yet: each is expected to fail, and
 # fails this test the day it passes (strict), so that it leaves this list
 NOT_YET = {
-    "data",
-    "fastbook",
-    "chunking",
-    "spans",
-    "search_fulltext",
-    "search_fusion",
-    "jqara",
-    "japanese",
     "search_dense",
     "search_colbert",
     "finetune",
