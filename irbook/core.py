@@ -492,7 +492,8 @@ def _default(d, src: str | None = None) -> str:
     else:
         named = inspect.isfunction(d) or inspect.isclass(d)
         r = d.__name__ if named else repr(d)
-    return r if len(r) <= 40 else r[:39] + "…"
+    # a long one is `...` (still Python): the folded source has it whole
+    return r if len(r) <= 40 else "..."
 
 
 def _param(p: inspect.Parameter, src: tuple = (None, None)) -> str:
