@@ -625,10 +625,12 @@ class ParamTableRenderer:
         cols = ("Parameter", "Type", "Default", "Description")
         head = "<tr>" + "".join(_td(c, tag="th") for c in cols) + "</tr>"
         body = [f"<tr>{''.join(r)}</tr>" for r in rows]
-        top = '<table class="irbook-params" style="margin-left: 0">'
-        return "\n".join(
-            [top, f"<thead>{head}</thead><tbody>", *body, "</tbody></table>"]
-        )
+        # in a box that scrolls sideways when a long type or default is wider than
+        # the page's column
+        top = '<div style="overflow-x: auto; max-width: 100%">'
+        top += '<table class="irbook-params" style="margin-left: 0">'
+        tail = "</tbody></table></div>"
+        return "\n".join([top, f"<thead>{head}</thead><tbody>", *body, tail])
 
     def _repr_markdown_(self) -> str:
         "The heading, the signature, the docstring and the table, as Markdown."

@@ -414,9 +414,11 @@ def test_pages_as_a_reader_sees_them_in_chromium(tmp_path):
 
 def _after_h2(p, head):
     "The elements of page `p`'s article after its h2 `head`, up to the next h2."
-    h = next(
-        h for h in _article(p).select("h2") if head in h.get_text().strip().lower()
-    )
+
+    def title(h):
+        return re.sub(r"^[\d.]+\s*|#$", "", h.get_text().strip()).strip().lower()
+
+    h = next(h for h in _article(p).select("h2") if title(h) == head)
     section = h.find_parent("section")
     return section if section is not None else h.parent
 

@@ -2,8 +2,9 @@
 
 sphinx-book-theme's download button links `_sources/<page>.ipynb`, which Sphinx copies
 from the source notebook: no outputs, and every hidden check of the chapter. When the
-build finishes, each such file is replaced by the *executed* notebook (myst-nb writes it
-to `_build/jupyter_execute/`) as `for_download` turns it:
+build finishes, each such file is replaced by the *executed* notebook (its outputs from
+the jupyter cache the build renders from, else from `_build/jupyter_execute/`) as
+`for_download` turns it:
 
 - cells the page removes (`remove-cell`: the chapter's hidden checks) are dropped;
 - cells the page folds (`hide-input`, `hide-cell`: solutions, set-up) stay, folded in
@@ -47,15 +48,31 @@ def for_download(nb: dict) -> dict:
     return out
 
 
+def _executed(app, docname: str) -> dict | None:
+    "Page `docname`'s notebook with the outputs of its execution, or None."
+    import nbformat
+    from jupyter_cache import get_cache
+
+    source = Path(app.env.doc2path(docname))
+    cache_dir = Path(app.outdir).parent / ".jupyter_cache"
+    if cache_dir.is_dir():  # `execute_notebooks: cache`: the outputs are in the cache
+        try:
+            nb = nbformat.read(source, as_version=4)
+            _, merged = get_cache(str(cache_dir)).merge_match_into_notebook(nb)
+            return json.loads(nbformat.writes(merged))
+        except KeyError:  # not in the cache: executed during the build instead
+            pass
+    done = Path(app.outdir).parent / "jupyter_execute" / f"{docname}.ipynb"
+    return json.loads(done.read_text(encoding="utf-8")) if done.is_file() else None
+
+
 def replace_downloads(app, exception):
-    "Write the download form of every executed notebook over `_sources/<page>.ipynb`."
+    "Write the download form of every executed page over `_sources/<page>.ipynb`."
     if exception is not None or app.builder.format != "html":
         return
-    executed = Path(app.outdir).parent / "jupyter_execute"
-    for src in sorted(executed.rglob("*.ipynb")):
-        dest = Path(app.outdir) / "_sources" / src.relative_to(executed)
-        if dest.is_file():  # only pages whose download button exists
-            nb = json.loads(src.read_text(encoding="utf-8"))
+    for docname in sorted(app.env.found_docs):
+        dest = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
+        if dest.is_file() and (nb := _executed(app, docname)) is not None:
             dest.write_text(
                 json.dumps(for_download(nb), indent=1, ensure_ascii=False) + "\n",
                 encoding="utf-8",
