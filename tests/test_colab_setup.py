@@ -48,7 +48,9 @@ def test_a_chapter_sets_itself_up_in_a_fresh_runtime(tmp_path):
     venv = tmp_path / "runtime"
     subprocess.run([py, "-m", "venv", str(venv)], check=True)
     vpy = venv / "bin" / "python"
-    run = dict(capture_output=True, text=True, timeout=1200)
+    # from a folder outside the checkout: `python -c` puts the current folder on the
+    # path, and the checkout's own irbook/ must not be found
+    run = dict(capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     r = subprocess.run(
         [vpy, "-m", "pip", "install", "-q", "ipykernel", "nbclient"], **run
     )
@@ -84,7 +86,6 @@ def test_a_chapter_sets_itself_up_in_a_fresh_runtime(tmp_path):
             str(nb),
         ],
         env=env,
-        cwd=tmp_path,
         **run,
     )
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
