@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import irbook.metrics as M
 from irbook.metrics.io import _fast_columns, _line_columns, read_bytes
-from irbook.metrics.stream import query_blocks
+from irbook.metrics.stream import evaluate_file, query_blocks
 
 N = max(int(os.environ.get("IRBOOK_HYPOTHESIS_EXAMPLES", 250)), 200)
 HSET = dict(
@@ -319,3 +319,47 @@ def test_small_text_by_the_line_reader_large_by_pyarrow(tmp_path):
         assert same_columns(got, _line_columns(text.encode(), p, "run"))
         blocks = [M.parse_block(b, p, "run") for b in M.read_blocks(p, 2 * len(text))]
         assert len(blocks) == 1 and same_columns(blocks[0], got)
+
+
+def test_cr_only_line_ends_are_line_ends(tmp_path):
+    """An old Mac file (lines ended by CR alone, no LF anywhere) is read line by line by
+    every reader, as its LF copy. trec_eval 10 reads CR as a space: it refuses such a
+    qrels file and reads such a run as its first result only (checked below when it is
+    built). A CR inside a file that has LFs stays a space, as trec_eval reads it."""
+    qrels = b"q1 0 d1 1\rq1 0 d2 0\rq2 0 d3 1\r"
+    run = b"q1 Q0 d1 1 2.0 r\rq1 Q0 d2 2 1.0 r\rq2 Q0 d3 1 1.0 r"
+    for kind, data in (("qrels", qrels), ("run", run)):
+        cr, lf = tmp_path / f"{kind}.cr", tmp_path / f"{kind}.lf"
+        cr.write_bytes(data)
+        lf.write_bytes(data.replace(b"\r", b"\n"))
+        assert same_columns(M.read_columns(cr, kind), M.read_columns(lf, kind))
+        gz = tmp_path / f"{kind}.cr.gz"
+        gz.write_bytes(gzip.compress(data))
+        assert same_columns(M.read_columns(gz, kind), M.read_columns(lf, kind))
+        for size in (4, 1 << 20):  # with no LF to cut at, one block: the whole file
+            assert list(query_blocks(cr, size)) == [(lf.read_bytes(), 1)]
+    lf = tmp_path / "run.lf"
+    want = M.evaluate(M.read_qrels(tmp_path / "qrels.lf"), M.read_run(lf), "map")
+    assert want == 1.0
+    qrels = M.read_qrels(tmp_path / "qrels.cr")
+    assert evaluate_file(qrels, tmp_path / "run.cr", "map", memory=64) == want
+    # one line with CR among its separators and no LF: one line, as trec_eval reads it
+    one = tmp_path / "one"
+    one.write_bytes(b"q1 \r 0 \r d1 \r 1")
+    assert M.read_qrels(one) == {"q1": {"d1": 1}}
+    mixed = tmp_path / "mixed"  # a lone CR in a file with LFs: a space
+    mixed.write_bytes(b"q1 Q0 d1 1 2.0 r\rq1 Q0 d2 2 1.0 r\nq2 Q0 d3 1 1.0 r\n")
+    assert M.read_run(mixed) == {"q1": {"d1": 2.0}, "q2": {"d3": 1.0}}
+
+
+def test_trec_eval_reads_a_cr_only_file_as_one_line(trec_eval, tmp_path):
+    "What irbook departs from on old Mac files: trec_eval 10 sees a single line."
+    qrels, run, lf = tmp_path / "q", tmp_path / "r", tmp_path / "q.lf"
+    qrels.write_bytes(b"q1 0 d1 1\rq1 0 d2 1\r")
+    lf.write_bytes(b"q1 0 d1 1\nq1 0 d2 1\n")
+    run.write_bytes(b"q1 Q0 d1 1 2.0 r\rq1 Q0 d2 2 1.0 r\r")
+    te = subprocess.run([trec_eval, qrels, run], capture_output=True)
+    assert te.returncode != 0 and b"Malformed line 1" in te.stderr  # qrels refused
+    assert trec_eval_counts(trec_eval, lf, run) == {("num_ret", "q1"): 1,
+        ("num_rel", "q1"): 2, ("num_rel_ret", "q1"): 1}  # fmt: skip
+    assert len(M.read_run(run)["q1"]) == 2  # irbook: both results

@@ -161,7 +161,19 @@ def read_bytes(
             finally:
                 bar.close()
     data = parts[0] if len(parts) == 1 else b"".join(parts)
-    return data[3:] if data.startswith(_BOM) else data
+    return _mac_lines(data[3:] if data.startswith(_BOM) else data)
+
+
+_CR_LINE = re.compile(rb"\r\S")  # a CR with a line after it: not among the separators
+
+
+def _mac_lines(data: bytes) -> bytes:
+    "`data` with its CRs made LFs if its lines end with CR alone (an old Mac file)."
+    # no LF anywhere, and a CR that starts a line: trec_eval 10, for which CR is a
+    # space, reads such a file as one line (a qrels refused, a run's first result)
+    if b"\r" not in data or b"\n" in data or not _CR_LINE.search(data):
+        return data  # a CR among the separators of one line stays a space
+    return data.replace(b"\r", b"\n")
 
 # %% ../../nbs/api/metrics_io.ipynb #62c80b2e
 _TREC = {  # kind: (fewest fields, most fields, their names, value field, value name)
@@ -351,7 +363,7 @@ def read_blocks(
     (`cut`: fewer of them)."""
     path, size = Path(path), max(int(size), len(_BOM))  # the mark is read whole
     with _source(path) as (f, raw, stamp):
-        rest, start = b"", True
+        rest, start, lf = b"", True, False
         while chunk := _read_upto(f, size):
             if stamp is not None and _stamp(raw) != stamp:  # a file being written to
                 raise file_changed(path)  # might never end: it is refused at once
@@ -363,8 +375,9 @@ def read_blocks(
             rest = data[end:]
             if end:
                 yield data[:end]
-    if rest:
-        yield rest  # a last line without a line end
+                lf = True
+    if rest:  # a last line without a line end; or, with no LF at all, the whole
+        yield rest if lf else _mac_lines(rest)  # file: its lines, if ended by CR
 
 
 def parse_block(
