@@ -29,7 +29,7 @@ from irbook.metrics import (
     read_run,
     run_tag,
 )
-from .metrics.registry import AGGREGATES
+from .metrics.registry import AGGREGATES, LabelError
 from .metrics.stream import MEMORY, evaluate_file
 from .power import SIM_TESTS
 
@@ -498,6 +498,16 @@ def _not_with_judge(a: argparse.Namespace) -> str | None:
     return next((text for given, text in refused if given), None)
 
 
+def _extra(option: str, extra: str, *modules: str):
+    "A ValueError saying how to install the extra `option` needs, if it is missing."
+    from importlib.util import find_spec  # looks for them, imports none
+
+    if any(find_spec(m) is None for m in modules):
+        raise ValueError(
+            f'{option} needs the {extra} extra: pip install "irbook[{extra}]"'
+        )
+
+
 def eval_job(
     a: argparse.Namespace,  # `irbook eval`'s parsed arguments (left unchanged)
 ) -> argparse.Namespace:
@@ -507,6 +517,10 @@ def eval_job(
         raise ValueError(why)  # each option --judge cannot honour, in its own words
     if a.judge is None and a.judge_cut is not None:
         raise ValueError("--judge-cut maps a judge's labels to 0 and 1: give --judge")
+    if a.engine == "dask":  # an extra's hint, not its import's error
+        _extra("--engine dask", "dask", "dask", "distributed")
+    if a.format == "latex":  # pandas' Styler
+        _extra("--format latex", "latex", "jinja2")
     j.test = a.test or "t"  # given with --judge: refused above
     j.memory = MEMORY // 2**20 if a.memory is None else a.memory
     if a.power is not None and (a.per_query or len(a.runs) < 2):
@@ -663,12 +677,26 @@ def _means_only(j: argparse.Namespace) -> bool:
     return j.format == "json" or (j.format == "table" and j.engine == "local")
 
 
+@contextmanager
+def _labels_of(qrels) -> Iterator[None]:
+    "An error about a qrels label (a `LabelError`, however wrapped) names `qrels`."
+    try:
+        yield
+    except Exception as e:
+        cause = e
+        while cause is not None and not isinstance(cause, LabelError):
+            cause = cause.__cause__
+        if cause is None:
+            raise
+        raise InputError(message(cause, qrels)) from cause
+
+
 def run_eval(
     a: argparse.Namespace,  # `irbook eval`'s parsed arguments (left unchanged)
 ) -> str:
     "The output text (a str) of `irbook eval` for parsed arguments `a`."
     j = eval_job(a)  # every argument checked before any file is read
-    with stdin_files(j) as j:  # `-` and pipes: read once, into a file
+    with stdin_files(j) as j, _labels_of(j.qrels):  # `-` and pipes: read once
         if j.report == "judge":
             return _judged(j)
         if j.report in ("bounds", "holes"):  # reports on the unjudged documents
@@ -777,8 +805,9 @@ def run_plan(
             raise ValueError("plan --judge needs --diff: the differences to find")
         if a.test != "t" or a.n is not None:
             raise ValueError("plan --judge plans PPI++'s t-test: no --test or --n")
-        return _judge_plan(a, metrics)
-    with stdin_files(a) as a:
+        with _labels_of(a.qrels):
+            return _judge_plan(a, metrics)
+    with stdin_files(a) as a, _labels_of(a.qrels):
         with reading(a.qrels):
             qrels = read_columns(a.qrels, "qrels")
         scores = score_runs(qrels, a.runs, metrics, a.convention, a.make_comparable)
@@ -926,13 +955,76 @@ def measures_table() -> str:
     )
 
 
+def _is_measure(text: str) -> bool:
+    "True if `text` names a measure, or a set of them, as `-m` takes it."
+    try:
+        for m in expand_metrics([text]):
+            parse_metric(m)
+    except Exception:  # any refusal: not a measure
+        return False
+    return True
+
+
+def _measures_end(values: list) -> int:
+    "Where the files begin among the values of one `-m`: its length if none does."
+    files = [v == "-" or os.path.exists(v) for v in values]
+    if True not in files:  # no file there: the first value that is no measure
+        no = [i for i, v in enumerate(values) if not _is_measure(v)]
+        return no[0] if no else len(values)
+    end = files.index(True)
+    while end > 1 and not _is_measure(values[end - 1]):
+        end -= 1  # a file that does not exist, named before those that do
+    return end
+
+
+def _trec_order(argv: list) -> list:
+    "`argv` with each `-m`'s measures moved after the files that followed them."
+    out, moved, i = [], [], 0
+    while i < len(argv) and argv[i] != "--":
+        t, i = argv[i], i + 1
+        if t != "-m" and not (t.startswith("--met") and "--metrics".startswith(t)):
+            out.append(t)
+            continue
+        j = i  # its values: up to the next option
+        while j < len(argv) and not (argv[j].startswith("-") and argv[j] != "-"):
+            j += 1
+        end = i + _measures_end(argv[i:j])
+        moved.extend([t, *argv[i:end]])  # every -m after the files: none takes them
+        out.extend(argv[end:j])
+        i = j
+    return out + moved + argv[i:]
+
+
+def _parse(argv: list) -> argparse.Namespace:
+    """`argv` parsed; if that fails, in trec_eval's order too (`eval -m map QRELS RUN`:
+    the files end the measures), the first error reported if that fails as well."""
+    import io
+    from contextlib import redirect_stderr
+
+    said = io.StringIO()
+    try:
+        with redirect_stderr(said):
+            return parser().parse_args(argv)
+    except SystemExit as e:
+        given = e.code and argv[:1] in (["eval"], ["plan"])  # a failure, with -m
+        moved = _trec_order(argv) if given else argv
+        if moved != argv:
+            try:
+                with redirect_stderr(io.StringIO()):
+                    return parser().parse_args(moved)
+            except SystemExit:
+                pass
+        sys.stderr.write(said.getvalue())
+        raise e from None
+
+
 def main(
     argv: list | None = None,  # the arguments after `irbook`; None: the command line's
 ) -> int:
     """Entry point of the `irbook` command: returns the exit status, 0, or 2 with one
     line on stderr."""
     try:
-        a = parser().parse_args(argv)
+        a = _parse(sys.argv[1:] if argv is None else [str(x) for x in argv])
     except SystemExit as e:  # --help (0), or a bad argument already reported (2)
         return e.code if isinstance(e.code, int) else 2
     commands = dict(eval=run_eval, plan=run_plan, measures=lambda a: measures_table())

@@ -441,3 +441,72 @@ def test_progress_bar_follows_the_terminal_and_tqdm_disable(tmp_path, monkeypatc
 
     assert bar(env=False)
     assert not bar(env=True)
+
+
+# ------------------------------------------------- issue 36's smaller faults
+def test_err_label_out_of_range_names_the_qrels(tmp_path, capsys):
+    # a grade above ERR's 4 is the qrels' fault: the message names the qrels file,
+    # whichever report scores it
+    qrels = tmp_path / "qrels.trec"
+    qrels.write_text("q1 0 a 9\nq1 0 b 1\nq2 0 c 1\n")
+    runs = [
+        write_run(
+            tmp_path / f"{n}.trec", {"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 1.0}}
+        )
+        for n in ("one", "two")
+    ]
+    for args in (
+        ["eval", qrels, runs[0], "-m", "err@10"],
+        ["eval", qrels, runs[0], "-m", "err@10", "-q", "--memory", "0"],
+        ["eval", qrels, *runs, "-m", "err@10", "--bounds"],
+        ["plan", qrels, *runs, "-m", "err@10"],
+    ):
+        status, out, err = cli(capsys, *args)
+        assert status == 2 and out == "", args
+        assert err.startswith(f"irbook {args[0]}: error: {qrels}: err: grades go"), err
+        assert "one.trec" not in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    "option, module, extra",
+    [
+        ("--engine=dask", "dask", "dask"),
+        ("--engine=dask", "distributed", "dask"),
+        ("--format=latex", "jinja2", "latex"),
+    ],
+)
+def test_missing_extra_is_one_hint(files, capsys, monkeypatch, option, module, extra):
+    # without the extra an option needs: one line that says how to install it
+    qrels, runs = files
+    monkeypatch.setitem(sys.modules, module, None)  # its import fails, as if missing
+    status, out, err = cli(capsys, "eval", qrels, *runs[:2], "-m", "map", option)
+    assert status == 2 and out == ""
+    name = option.replace("=", " ")
+    want = f'{name} needs the {extra} extra: pip install "irbook[{extra}]"'
+    assert err == f"irbook eval: error: {want}\n"
+
+
+def test_measures_before_the_files_as_trec_eval(files, capsys):
+    # trec_eval's order, -m before the files: the files end the measure list
+    qrels, runs = files
+    run = runs[0]
+    status, want, _ = cli(capsys, "eval", qrels, run, "-m", "map", "P.10", "-c")
+    assert status == 0
+    for args in (
+        ["-m", "map", "P.10", qrels, run, "-c"],
+        ["-m", "map", "-m", "P.10", qrels, run, "-c"],
+        ["-c", "-m", "map", "P.10", qrels, run],
+        [qrels, "-m", "map", "P.10", run, "-c"],
+        ["-m", "map", "P.10", "-c", "--", qrels, run],
+    ):
+        assert cli(capsys, "eval", *args) == (0, want, ""), args
+    status, want, _ = cli(capsys, "plan", qrels, *runs, "-m", "map")
+    assert status == 0 and cli(capsys, "plan", "-m", "map", qrels, *runs)[1] == want
+    # a file that does not exist, or a measure mistyped, is named as such
+    gone = qrels.parent / "gone.trec"
+    status, _, err = cli(capsys, "eval", "-m", "map", gone, run)
+    assert status == 2 and "No such file or directory" in err and str(gone) in err
+    status, _, err = cli(capsys, "eval", "-m", "mapp", qrels, run)
+    assert status == 2 and "unknown metric 'mapp'" in err
+    status, _, err = cli(capsys, "eval", "-m", "map")  # no files at all: argparse's
+    assert status == 2 and "required: qrels, runs" in err

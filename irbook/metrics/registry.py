@@ -16,8 +16,8 @@ from .join import Ranked, to_ranked
 __all__ = ['MEASURES', 'METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'ALL_TREC', 'ERR_MAX_GRADE', 'WALKTHROUGH',
            'RANX_EXAMPLES', 'Measure', 'register', 'measure_pattern', 'check_p', 'ratio', 'parse_metric',
            'from_trec_eval', 'to_trec_eval', 'expand_metrics', 'from_ir_measures', 'measure_names', 'num_q', 'num_ret',
-           'num_rel', 'num_rel_ret', 'judged', 'drop_unjudged', 'err', 'component_rr', 'component_recall', 'aggregate',
-           'score_ranked', 'evaluate', 'agrees_printed', 'printed_beside']
+           'num_rel', 'num_rel_ret', 'judged', 'drop_unjudged', 'LabelError', 'err', 'component_rr', 'component_recall',
+           'aggregate', 'score_ranked', 'evaluate', 'agrees_printed', 'printed_beside']
 
 # %% ../../nbs/api/metrics_registry.ipynb #08ad263a
 @dataclass(frozen=True)
@@ -471,6 +471,10 @@ def drop_unjudged(
 ERR_MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: a grade-4 document stops 15 users in 16
 
 
+class LabelError(ValueError):
+    "A qrels label out of a measure's range (ERR's grades): the qrels' fault, no run's."
+
+
 @register("err")
 def err(
     r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
@@ -481,7 +485,7 @@ def err(
     labels = r.rel[:, : min(k, r.depth) if k > 0 else r.depth]
     g = np.where(labels >= rel_lvl, labels, 0.0)
     if g.size and g.max() > ERR_MAX_GRADE:
-        raise ValueError(
+        raise LabelError(
             f"err: grades go from 0 to {ERR_MAX_GRADE} (gdeval's scale, which "
             f"ir_measures' ERR uses), got label {int(g.max())}"
         )
