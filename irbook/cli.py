@@ -16,10 +16,8 @@ from typing import TYPE_CHECKING
 
 import irbook
 from .compare import FORMATS, TESTS, Comparison
-from .core import deprecated_names
 from irbook.metrics import (
     CONVENTIONS,
-    TIES,
     Columns,
     aggregate,
     evaluate,
@@ -256,7 +254,6 @@ def parser() -> argparse.ArgumentParser:
         default="ranx",
         help="whose rules: ranx, trec_eval (10.0) or pytrec_eval (default: ranx)",
     )
-    e.add_argument("--ties", choices=TIES, help="deprecated: use --convention")
     e.add_argument(
         "-c",
         "--make-comparable",
@@ -542,9 +539,6 @@ def eval_job(
     j.metrics = expand_metrics(a.metrics or DEFAULT_METRICS)
     for m in j.metrics:
         parse_metric(m)
-    if a.ties:  # the old flag: its name is the convention now
-        print("irbook eval: --ties is deprecated: use --convention", file=sys.stderr)
-        j.convention, j.ties = a.ties, None
     if a.per_query and len(a.runs) > 1:
         raise ValueError("-q/--per-query takes one run")
     names = [name for name, _ in _each_run(a.runs)]
@@ -1124,10 +1118,6 @@ def command():
     except OSError:
         pass
     os._exit(status)
-
-# %% ../nbs/api/cli.ipynb #678180b6
-# chapter 9's comparison moved to irbook.compare (compare and render are imported above)
-__getattr__ = deprecated_names(__name__, {"paired_p": "irbook.compare.paired_p"})
 
 # %% ../nbs/api/cli.ipynb #80515005
 _INTEGER = re.compile(rb"[+-]?[0-9]+")  # a label as the qrels reader takes it

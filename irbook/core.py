@@ -6,16 +6,14 @@ from __future__ import annotations
 import ast
 import hashlib
 import html
-import importlib
 import inspect
 import json
 import math
 import os
 import re
 import textwrap
-import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -26,7 +24,7 @@ from fastcore.xtras import atomic_save
 __all__ = ['Docs', 'Queries', 'RunDict', 'QrelsDict', 'text_of', 'as_docs', 'as_queries', 'check_k', 'check_docs',
            'check_queries', 'check_label', 'check_score', 'ranking', 'top', 'restrict', 'QueryMismatch',
            'check_same_queries', 'allowed_rows', 'top_k', 'Retriever', 'Summary', 'write_json', 'digest', 'Settings',
-           'deprecated_names', 'show_bars', 'ParamTableRenderer']
+           'show_bars', 'ParamTableRenderer']
 
 # %% ../nbs/api/core.ipynb #6297915f
 Docs = dict[str, str]  # {doc_id: text}
@@ -403,27 +401,6 @@ class Settings:
         "Folder name: the base model's name, `kind`, a short hash of the settings."
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.base).name)
         return f"{name}-{self.kind}-{self.digest()[:12]}"
-
-# %% ../nbs/api/core.ipynb #82e3d69d
-def deprecated_names(
-    module: str,  # the module's name, in the warning
-    renamed: dict,  # {old name: 'package.module.new_name'}
-) -> Callable:
-    """A module `__getattr__` (a function) serving old names `{old: 'pkg.mod.new'}`,
-    with a DeprecationWarning."""
-
-    def __getattr__(name):
-        if name not in renamed:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        where, _, attr = renamed[name].rpartition(".")
-        warnings.warn(
-            f"{module}.{name} is deprecated: use {renamed[name]}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(where), attr)
-
-    return __getattr__
 
 # %% ../nbs/api/core.ipynb #91531d37
 def show_bars(

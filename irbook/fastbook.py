@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from ftfy import fix_text
 
-from .core import check_k, deprecated_names, ranking, text_of
+from .core import check_k, ranking, text_of
 from .data import FASTBOOK_CHAPTERS, load_benchmark
 from .metrics.registry import component_recall, component_rr
 
@@ -305,7 +305,3 @@ def contexts_to_qrels(
         if labels:
             qrels[q.qid] = dict(sorted(labels.items()))
     return qrels
-
-# %% ../nbs/api/fastbook.ipynb #b0484ebb
-# renamed (one name per meaning); the old name goes next release
-__getattr__ = deprecated_names(__name__, {"ranked_ids": "irbook.core.ranking"})

@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from .compare import compare, per_query_table
-from .core import deprecated_names
 from .data import load_jsquad
 from .search.dense import DenseRetriever, Encoder
 from .search.fulltext import BM25sRetriever
@@ -512,15 +511,3 @@ def token_stats(
             },
         }
     ).round(1)
-
-# %% ../nbs/api/japanese.ipynb #bcd86670
-# renamed for one name per meaning across the package; the old names go next release
-__getattr__ = deprecated_names(
-    __name__,
-    {
-        "tokenize": "irbook.japanese.tokenize_ja",
-        "METHODS": "irbook.japanese.TOKENIZERS",
-        "METRICS": "irbook.japanese.JSQUAD_METRICS",
-        "evaluate_runs": "irbook.compare.per_query_table",  # the same arguments
-    },
-)

@@ -14,7 +14,6 @@ from tqdm.auto import tqdm
 from .compare import compare, named_runs, per_query_table
 from irbook.core import (
     QueryMismatch,
-    deprecated_names,
     show_bars,  # tqdm.auto in Jupyter ignores TQDM_DISABLE
 )
 from irbook.data import (
@@ -641,13 +640,3 @@ def fusion_verdicts(
         models, [f"{f} - better part" for f in fusions] + ["min-max sum - RRF"]
     ]
     return t, shown
-
-# %% ../nbs/api/jqara.ipynb #fb576ab7
-__getattr__ = deprecated_names(  # the comparisons moved to irbook.compare (chapter 6)
-    __name__,
-    {
-        "per_query": "irbook.compare.per_query_table",
-        "versus_best": "irbook.compare.compare",
-        "significance_matrix": "irbook.compare.compare",
-    },
-)

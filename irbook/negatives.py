@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from fastcore.meta import delegates
 
-from .core import Summary, check_k, deprecated_names
+from .core import Summary, check_k
 from .fastbook import matching_chunks
 from .search.dense import MINILM, DenseRetriever, Encoder
 from .synthetic import snippet
@@ -488,7 +488,3 @@ def plot_margin_sweep(
     fig.legend(loc="upper center", ncol=2, frameon=False)  # above the axes
     fig.tight_layout(rect=(0, 0, 1, 0.88))
     return fig
-
-# %% ../nbs/api/negatives.ipynb #f85518d4
-# renamed (one name per meaning); the old name goes next release
-__getattr__ = deprecated_names(__name__, {"METHODS": "irbook.negatives.MINING_METHODS"})

@@ -75,14 +75,11 @@ def test_convention_flag(files, capsys, convention):
     )
 
 
-def test_old_ties_flag_is_the_convention(files, capsys):
-    "--ties trec_eval still works: the trec_eval convention, with a one-line notice."
+def test_no_ties_flag(files, capsys):
+    "--ties is not an option: --convention names the rules."
     qrels, runs = files
-    args = ("eval", qrels, runs[2], "-m", "mrr", "--format", "json")
-    status, old, err = cli(capsys, *args, "--ties", "trec_eval")
-    _, new, _ = cli(capsys, *args, "--convention", "trec_eval")
-    assert status == 0 and old == new
-    assert err.strip() == "irbook eval: --ties is deprecated: use --convention"
+    status, out, err = cli(capsys, "eval", qrels, runs[2], "--ties", "trec_eval")
+    assert status == 2 and out == "" and "--ties" in err, err
 
 
 def test_official_expands_to_trec_evals_default_set(files, capsys):

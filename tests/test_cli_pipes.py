@@ -86,7 +86,11 @@ def test_arguments_checked_before_any_file_is_read(tmp_path, extra, words):
 
 def test_run_eval_leaves_its_arguments(tmp_path):
     q, r = files(tmp_path)
-    for argv in ([q, r], [q, r, "-m", "official", "--ties", "ranx"], [q, "-", "-q"]):
+    for argv in (
+        [q, r],
+        [q, r, "-m", "official", "--convention", "trec_eval"],
+        [q, "-", "-q"],
+    ):
         a = args(*argv)
         before = dict(vars(a))
         with contextlib.redirect_stderr(io.StringIO()):

@@ -1,9 +1,8 @@
 """The one-data-path layout: imports run downward, no private or in-function irbook
-imports, every retriever derives from irbook.core.Retriever, old names still resolve."""
+imports, every retriever derives from irbook.core.Retriever, no old name is left."""
 
 import ast
 import importlib
-import warnings
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ LAYERS = [
     ["stats", "power", "figures", "compare", "ppi"],
     ["ranking", "labelling"],
     ["search.fulltext", "search.dense", "fastbook", "chunking", "spans"],
-    ["search.colbert", "search.fusion", "plots", "metrics.runs"],
+    ["search.colbert", "search.fusion"],
     ["jqara", "japanese", "synthetic", "noise", "negatives", "judges"],
     ["finetune"],
     ["part2", "synthetic_eval", "training_filters", "cli"],
@@ -133,68 +132,37 @@ def test_every_retriever_derives_from_the_core_base():
         )
 
 
+# names renamed or moved before the first release: the old ones are gone, not aliased
 OLD = {
-    "irbook.search.fulltext.top_k": "irbook.core.top_k",
-    "irbook.search.fulltext.check_docs": "irbook.core.check_docs",
-    "irbook.fastbook.ranked_ids": "irbook.core.ranking",
-    "irbook.search.fusion.split_questions": "irbook.search.fusion.split_tune_report",
-    "irbook.search.fusion.cached_run": "irbook.part2.cached_run",
-    "irbook.search.fusion.part2_scores": "irbook.part2.part2_scores",
-    "irbook.search.fusion.CHUNKINGS": "irbook.part2.CHUNKINGS",
-    "irbook.search.colbert.training_log": "irbook.search.colbert.colbert_training_log",
-    "irbook.japanese.tokenize": "irbook.japanese.tokenize_ja",
-    "irbook.japanese.METHODS": "irbook.japanese.TOKENIZERS",
-    "irbook.japanese.METRICS": "irbook.japanese.JSQUAD_METRICS",
-    "irbook.japanese.evaluate_runs": "irbook.compare.per_query_table",
-    "irbook.negatives.METHODS": "irbook.negatives.MINING_METHODS",
-    "irbook.metrics.vs_ranx": "irbook.stats.vs_ranx",
-    "irbook.cli.paired_p": "irbook.compare.paired_p",
-    "irbook.jqara.per_query": "irbook.compare.per_query_table",
-    "irbook.jqara.versus_best": "irbook.compare.compare",
-    "irbook.jqara.significance_matrix": "irbook.compare.compare",
+    "irbook.search.fulltext": ["top_k", "check_docs", "check_queries", "allowed_rows"],
+    "irbook.fastbook": ["ranked_ids"],
+    "irbook.search.fusion": [
+        "split_questions",
+        "cached_run",
+        "part2_scores",
+        "CHUNKINGS",
+    ],
+    "irbook.search.colbert": ["training_log"],
+    "irbook.japanese": ["tokenize", "METHODS", "METRICS", "evaluate_runs"],
+    "irbook.negatives": ["METHODS"],
+    "irbook.metrics": ["vs_ranx", "plot_query", "LABEL_COLORS", "TIES"],
+    "irbook.metrics.sets": ["RANX_EXAMPLES"],
+    "irbook.cli": ["paired_p"],
+    "irbook.jqara": ["per_query", "versus_best", "significance_matrix"],
+    "irbook.core": ["deprecated_names"],
 }
 
 
-def _get(path):
-    mod, _, attr = path.rpartition(".")
-    return getattr(importlib.import_module(mod), attr)
+@pytest.mark.parametrize("module", sorted(OLD))
+def test_old_names_are_gone(module):
+    mod = importlib.import_module(module)
+    for name in OLD[module]:
+        assert not hasattr(mod, name), f"{module}.{name}"
+    with pytest.raises(ImportError):
+        exec(f"from {module} import {OLD[module][0]}")
 
 
-@pytest.mark.parametrize("old", sorted(OLD))
-def test_old_names_warn_and_resolve(old):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = _get(old)
-    assert got is _get(OLD[old])
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught), old
-
-
-def test_unknown_names_still_fail():
-    import irbook.search.fusion as F
-
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        F.nope  # noqa: B018
-
-
-def test_plots_alias_module_warns():
-    import sys
-
-    sys.modules.pop("irbook.plots", None)
-    with pytest.warns(DeprecationWarning, match="irbook.plots is deprecated"):
-        plots = importlib.import_module("irbook.plots")
-    from irbook.figures import plot_forest, plot_ranking
-
-    assert plots.plot_ranking is plot_ranking and plots.plot_forest is plot_forest
-
-
-def test_metrics_runs_alias_module_warns():
-    "The old engine module still imports, warns, and gives the layers' objects."
-    import sys
-
-    import irbook.metrics as M
-
-    sys.modules.pop("irbook.metrics.runs", None)
-    with pytest.warns(DeprecationWarning, match="irbook.metrics.runs is deprecated"):
-        runs = importlib.import_module("irbook.metrics.runs")
-    assert runs.evaluate is M.evaluate and runs.read_columns is M.read_columns
-    assert runs.Columns is M.Columns and runs.to_ranked is M.to_ranked
+@pytest.mark.parametrize("module", ["irbook.plots", "irbook.metrics.runs"])
+def test_old_alias_modules_are_gone(module):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(module)

@@ -4,7 +4,6 @@ evaluating never loads matplotlib; the figures live in irbook.figures."""
 import ast
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ KERNELS = sorted((ROOT / "irbook" / "metrics").glob("*.py")) + [
     ROOT / "irbook" / "stats.py",
     ROOT / "irbook" / "compare.py",
 ]
-KERNELS = [p for p in KERNELS if p.name != "runs.py"]  # a deprecated alias module
 
 
 def _imported(path):
@@ -62,17 +60,3 @@ def test_the_probe_sees_matplotlib_when_a_figure_is_drawn():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
-
-
-@pytest.mark.parametrize(
-    "name", ["plot_query", "plot_first_relevant", "plot_dcg_vs_ideal", "LABEL_COLORS"]
-)
-def test_old_metrics_names_warn_and_resolve(name):
-    import irbook.figures as F
-    import irbook.metrics as M
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = getattr(M, name)
-    assert got is getattr(F, name)
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught)

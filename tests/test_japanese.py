@@ -485,13 +485,6 @@ def test_jsquad_metrics_through_the_engine_match_ranx():
     assert (s["mean"] <= s.mean_high + 1e-12).all()
 
 
-def test_evaluate_runs_is_a_deprecated_name_for_per_query_table():
-    from irbook.compare import per_query_table
-
-    with pytest.warns(DeprecationWarning, match="per_query_table"):
-        assert J.evaluate_runs is per_query_table
-
-
 def test_bm25_on_jsquad_sample_beats_chance(task):
     small = task.subset(60, 80, seed=3)
     run = JapaneseBM25("sudachi-c").index(small.docs).search(small.queries)

@@ -392,21 +392,15 @@ def test_tie_order_is_trec_evals():
     assert pytrec_per_query(qrels, run, ["mrr"])[1]["mrr"][0] == pytest.approx(1 / 3)
 
 
-def test_ties_alias_still_works():
-    "ties= (deprecated) warns and keeps its old meaning: ranx's rules, float32 order."
-    qrels = {"q": {"a": 1, "b": 0}}
-    run = {"q": {"a": 1.0000000001, "b": 1.0}}
-    with pytest.warns(DeprecationWarning, match="convention"):
-        assert M.evaluate(qrels, run, "mrr", ties="trec_eval") == 0.5
-    with pytest.warns(DeprecationWarning), pytest.raises(M.QueryMismatch):
-        M.evaluate(qrels, {"q": run["q"], "x": {"a": 1.0}}, "mrr", ties="trec_eval")
+def test_no_ties_argument():
+    "evaluate takes no `ties=`: `convention=` names the rules."
+    with pytest.raises(TypeError, match="ties"):
+        M.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, "mrr", ties="trec_eval")
 
 
 def test_unknown_convention():
     with pytest.raises(ValueError, match="convention must be one of"):
         M.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, "mrr", convention="random")
-    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="ties"):
-        M.evaluate({"q": {"a": 1}}, {"q": {"a": 1.0}}, "mrr", ties="random")
 
 
 JQARA_METRICS = ["ndcg@10", "mrr", "map", "precision@10", "recall@10", "r-precision"]

@@ -81,9 +81,3 @@ def test_the_check_can_fail():
     assert not agrees_printed(got, 0.6414, 4) and not agrees_printed(got, 0.6419, 4)
     wrong = {"x": dict(RANX_EXAMPLES["walkthrough: mrr 2"], printed={"mrr": 0.5})}
     assert (printed_beside(["mrr"], wrong)["equal?"] == "NO").all()
-
-
-def test_the_old_import_path_still_works():
-    with pytest.warns(DeprecationWarning, match="irbook.metrics.registry"):
-        from irbook.metrics.sets import RANX_EXAMPLES as old
-    assert old is RANX_EXAMPLES

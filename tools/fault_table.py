@@ -95,7 +95,6 @@ CASES = [
     ("irbook eval q a b --baseline c", "an unknown baseline"),
     ("irbook eval q a -m map --format trec", "trec_eval's layout, ranx's numbers"),
     ("irbook eval q a b --test bootstrap", "the bootstrap at 3 queries"),
-    ("irbook eval q a -m map --ties ranx", "the deprecated --ties"),
     ("irbook measures | head -1", "the measures"),
     ("irbook plan q a b -m map --diff 0.1", "irbook plan"),
 ]

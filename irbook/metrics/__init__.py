@@ -21,8 +21,6 @@ Importing the package registers every metric, so `evaluate` knows ranx's fourtee
 are drawn by `irbook.figures`, above this package: evaluating loads no plotting library.
 """
 
-import warnings
-
 from ..core import QueryMismatch, check_k  # noqa: F401
 from .columns import *  # noqa: F403
 from .conventions import *  # noqa: F403
@@ -33,35 +31,3 @@ from .rank import *  # noqa: F403
 from .ranx_compat import numba_argsort, ranx_order  # noqa: F401
 from .registry import *  # noqa: F403
 from .sets import *  # noqa: F403
-
-# deprecated aliases, removed in the next release
-_MOVED = {"vs_ranx": "irbook.stats"} | {
-    name: "irbook.figures"
-    for name in (
-        "LABEL_COLORS",
-        "label_color",
-        "plot_at_k",
-        "plot_average_precision",
-        "plot_bpref_pairs",
-        "plot_dcg_vs_ideal",
-        "plot_first_relevant",
-        "plot_gains",
-        "plot_log_discount",
-        "plot_query",
-        "plot_ranking",
-        "plot_rbp_weights",
-    )
-}
-
-
-def __getattr__(name):
-    if name in _MOVED:
-        import importlib  # on first use only: stats and figures import this package
-
-        warnings.warn(
-            f"irbook.metrics.{name} moved to {_MOVED[name]}.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module 'irbook.metrics' has no attribute {name!r}")

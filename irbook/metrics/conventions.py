@@ -11,8 +11,8 @@ import numpy as np
 from .ranx_compat import ranx_order
 
 # %% auto #0
-__all__ = ['RANX', 'TREC_EVAL', 'PYTREC_EVAL', 'CONVENTIONS', 'TIES', 'pad_rows', 'identity_order', 'ranx_tie_order',
-           'trec_eval_order', 'Convention', 'get_convention']
+__all__ = ['RANX', 'TREC_EVAL', 'PYTREC_EVAL', 'CONVENTIONS', 'pad_rows', 'identity_order', 'ranx_tie_order', 'trec_eval_order',
+           'Convention', 'get_convention']
 
 # %% ../../nbs/api/metrics_conventions.ipynb #550cc433
 def pad_rows(
@@ -149,19 +149,12 @@ TREC_EVAL = Convention(
 PYTREC_EVAL = replace(TREC_EVAL, name="pytrec_eval", score_dtype=np.float32)
 PYTREC_EVAL = replace(PYTREC_EVAL, queries="common", iprec_cut="up")
 CONVENTIONS = {c.name: c for c in (RANX, TREC_EVAL, PYTREC_EVAL)}
-TIES = ("ranx", "trec_eval")  # the old `ties=` values (deprecated)
 
 
 def get_convention(
     convention: str | Convention = "ranx",  # a name in CONVENTIONS, or a `Convention`
-    ties: str | None = None,  # deprecated: 'ranx' or 'trec_eval' (ranx, float32)
 ) -> Convention:
-    "The `Convention` named `convention` (or given), or the one the old `ties=` meant."
-    if ties is not None:
-        if ties not in TIES:
-            raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
-        # ties="trec_eval" was ranx's rules with trec_eval 9's float32 order
-        return RANX if ties == "ranx" else replace(RANX, score_dtype=np.float32)
+    "The `Convention` named `convention`, or `convention` itself if it is one."
     if isinstance(convention, Convention):
         return convention
     if convention not in CONVENTIONS:

@@ -416,11 +416,10 @@ def to_ranked(
     make_comparable: bool = False,  # the qrels' queries only; one the run lacks: empty
     keep_ids: bool = False,  # keep the doc id at each rank (`Ranked.doc_ids`)
     convention: str | Convention = "ranx",  # a convention's name, or a `Convention`
-    ties: str | None = None,  # the old name of a convention: 'ranx' or 'trec_eval'
     widths: tuple | None = None,  # (depth, judgements): pad the arrays to these widths
 ) -> Ranked:
     "Validated `qrels` and `run` as a `Ranked`, ranked as `convention` says."
-    c = get_convention(convention, ties)
+    c = get_convention(convention)
     j, passes = _inputs(qrels, run, make_comparable)
     j = apply_query_rule(j, c, make_comparable)
     rl = j.n_retrieved

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -554,7 +553,6 @@ def evaluate(
     per_query: bool = False,  # return each query's scores, not the means
     make_comparable: bool = False,  # score only the queries both sides hold
     convention: str = "ranx",  # 'ranx', 'trec_eval' (10) or 'pytrec_eval'
-    ties: str | None = None,  # deprecated: use `convention`
     judged_only: bool = False,  # drop unjudged documents first (trec_eval -J)
     widths: tuple | None = None,  # a batch of a larger run: the run's widths
 ):
@@ -566,19 +564,12 @@ def evaluate(
     side holds raise a `QueryMismatch` unless `make_comparable=True`."""
     # judged_only: score the condensed lists (unjudged docs removed), trec_eval -J;
     # widths: a batch of a larger run scored at the run's widths (see `to_ranked`)
-    if ties is not None:
-        warnings.warn(
-            "evaluate(ties=...) is deprecated: pass convention='pytrec_eval' "
-            "(trec_eval 9's float32 order) or convention='trec_eval' (trec_eval 10)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
     names = expand_metrics(metrics)
     if not names:
         raise ValueError("no metric given")
     for m in names:
         parse_metric(m)  # every name checked before the work
-    kw = dict(convention=convention, ties=ties, widths=widths)
+    kw = dict(convention=convention, widths=widths)
     r = to_ranked(qrels, run, make_comparable, **kw)
     if judged_only:
         r = drop_unjudged(r)

@@ -9,14 +9,6 @@ import numpy as np
 from .join import Ranked
 from .registry import ratio, register
 
-# %% ../../nbs/02_set_metrics.ipynb #1159de7e
-from ..core import deprecated_names
-
-# the published examples moved to the registry's reference page
-__getattr__ = deprecated_names(
-    __name__, {"RANX_EXAMPLES": "irbook.metrics.registry.RANX_EXAMPLES"}
-)
-
 # %% ../../nbs/02_set_metrics.ipynb #1d918b00
 @register("hits")
 def hits(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:

@@ -33,7 +33,6 @@ from irbook.core import (
     Retriever,
     Settings,
     check_k,
-    deprecated_names,
     digest,
     show_bars,
     top_k,
@@ -872,9 +871,3 @@ def agree_up_to_ties(
     return all(
         abs(a[d] - s) <= tol if d in a else abs(s - sa[-1]) <= tol for d, s in b.items()
     )
-
-# %% ../../nbs/api/search_colbert.ipynb #d989fa66
-# renamed (one name per meaning); the old name goes next release
-__getattr__ = deprecated_names(
-    __name__, {"training_log": "irbook.search.colbert.colbert_training_log"}
-)

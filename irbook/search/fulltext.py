@@ -14,7 +14,7 @@ from bm25s.stopwords import STOPWORDS_EN_PLUS
 from rank_bm25 import BM25Okapi
 from tqdm.auto import tqdm
 
-from ..core import Retriever, deprecated_names
+from ..core import Retriever
 from ..data import load_fts_keywords
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where it is used
@@ -225,13 +225,3 @@ def keyword_queries(
         f"{r.chapter}_{r.question_number}": str(r.keywords).strip('"')
         for r in df.itertuples()
     }
-
-# %% ../../nbs/api/search_fulltext.ipynb #0d8ff897
-# moved to irbook.core (the pipeline core chapter); the old names go next release
-__getattr__ = deprecated_names(
-    __name__,
-    {
-        n: f"irbook.core.{n}"
-        for n in ("check_docs", "check_queries", "allowed_rows", "top_k")
-    },
-)

@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..core import Retriever, check_k, deprecated_names, ranking, top
+from ..core import Retriever, check_k, ranking, top
 
 if TYPE_CHECKING:  # annotations only
     from collections.abc import Iterable
@@ -300,19 +300,3 @@ def maxp(
                     if v > o.get(cid, float("-inf")):
                         o[cid] = float(v)
     return out
-
-# %% ../../nbs/api/search_fusion.ipynb #a607ab8d
-# the old names, for one release (the experiment moved to irbook.part2)
-__getattr__ = deprecated_names(
-    __name__,
-    {
-        "split_questions": "irbook.search.fusion.split_tune_report",
-        "cached_run": "irbook.part2.cached_run",
-        "part2_runs": "irbook.part2.part2_runs",
-        "maxp_runs": "irbook.part2.maxp_runs",
-        "part2_systems": "irbook.part2.part2_systems",
-        "part2_scores": "irbook.part2.part2_scores",
-        "FUSIONS": "irbook.part2.FUSIONS",
-        "CHUNKINGS": "irbook.part2.CHUNKINGS",
-    },
-)
