@@ -11,8 +11,12 @@ import pandas as pd
 
 from .core import check_k
 from .data import FASTBOOK_CHAPTERS, load_fastbook_chapter
-from .fastbook import as_question, matching_chunks
-from .metrics.registry import component_recall, component_rr
+from irbook.fastbook import (
+    as_question,
+    component_labels,
+    matching_chunks,
+    score_rankings,
+)
 
 if TYPE_CHECKING:  # annotations only: matplotlib is imported on use
     from collections.abc import Callable, Iterable
@@ -316,24 +320,17 @@ def ceiling(
     Returns a DataFrame indexed by qid: chapter, modified_mrr, modified_recall,
     mrr_loose, chunks_needed."""
     check_k(k)
-    rows = []
-    for q in map(as_question, questions):
+    qs, rows, tops, qrels = list(map(as_question, questions)), [], {}, {}
+    for q in qs:
         sets = matching_chunks(q, chunks)
-        m, ids = _cover(sets, k)
-        # each component's first rank in the cover: the last chunk of a fewest-chunk
-        # cover is the first to hold some component, so Modified RR is 1 / m
-        ranks = [next((i for i, c in enumerate(ids, 1) if c in s), 0) for s in sets]
-        rows.append(
-            dict(
-                qid=q.qid,
-                chapter=q.chapter,
-                modified_mrr=component_rr(ranks),
-                modified_recall=component_recall(ranks),
-                mrr_loose=float(all(sets)),
-                chunks_needed=m or 0,
-            )
-        )
-    return pd.DataFrame(rows).set_index("qid")
+        m, ids = _cover(sets, k)  # the fewest chunks holding every component first
+        tops[q.qid], qrels[q.qid] = ids, component_labels(sets)
+        rows.append(dict(qid=q.qid, chapter=q.chapter, mrr_loose=float(all(sets)),
+                         chunks_needed=m or 0))  # fmt: skip
+    best = score_rankings(tops, qrels, k)  # the cover scored by `evaluate`
+    out = pd.DataFrame(rows, columns=["qid", "chapter", "mrr_loose", "chunks_needed"])
+    out = out.set_index("qid").join(best)
+    return out[["chapter", *best.columns, "mrr_loose", "chunks_needed"]]
 
 # %% ../nbs/api/chunking.ipynb #9d5549f2
 def oracle_run(

@@ -12,14 +12,15 @@ from ftfy import fix_text
 
 from .core import check_k, ranking, text_of
 from .data import FASTBOOK_CHAPTERS, load_benchmark
-from .metrics.registry import component_recall, component_rr
+from .metrics.registry import evaluate
 
 if TYPE_CHECKING:  # annotations only
     from irbook.chunking import Chunk
 
 # %% auto #0
-__all__ = ['Component', 'Question', 'parse_question', 'load_questions', 'benchmark_stats', 'normalize', 'as_question',
-           'first_hits', 'modified_mrr', 'modified_recall', 'score_run', 'matching_chunks', 'contexts_to_qrels']
+__all__ = ['GOLD', 'Component', 'Question', 'parse_question', 'load_questions', 'benchmark_stats', 'normalize', 'as_question',
+           'first_hits', 'component_labels', 'score_rankings', 'modified_mrr', 'modified_recall', 'score_run',
+           'matching_chunks', 'contexts_to_qrels', 'component_qrels']
 
 # %% ../nbs/api/fastbook.ipynb #ff5b2184
 @dataclass(frozen=True)
@@ -197,6 +198,27 @@ def as_question(
     return question if isinstance(question, Question) else parse_question(question)
 
 # %% ../nbs/api/fastbook.ipynb #dfbd96f9
+def _holding(
+    texts: list[str],  # normalised texts
+    q: Question,  # the question
+) -> list[set]:
+    "For each component of `q`, the positions of `texts` holding one of its contexts."
+    out = []
+    for comp in q.components:
+        ctxs = [normalize(c) for c in comp.contexts]
+        out.append({i for i, t in enumerate(texts) if any(c in t for c in ctxs)})
+    return out
+
+
+def _texts(retrieved, q: Question, k: int) -> list[str]:
+    "The top `k` retrieved texts, normalised; a ValueError unless they are strings."
+    if isinstance(retrieved, str) or not all(isinstance(t, str) for t in retrieved):
+        raise ValueError(
+            f"question {q.qid}: retrieved must be a list of chunk texts (str)"
+        )
+    return [normalize(t) for t in list(retrieved)[: check_k(k)]]
+
+
 def first_hits(
     retrieved: list[str],  # the retrieved texts, best first
     question: Question | dict,  # a `Question`, or a raw benchmark entry
@@ -204,21 +226,53 @@ def first_hits(
 ) -> list[int]:
     """Per component, the rank of the first top-`k` text holding a context. Returns a
     list of ranks, one per component (0: not found)."""
-    q, k = as_question(question), check_k(k)
-    if isinstance(retrieved, str) or not all(isinstance(t, str) for t in retrieved):
-        raise ValueError(
-            f"question {q.qid}: retrieved must be a list of chunk texts (str)"
-        )
-    texts = [normalize(t) for t in list(retrieved)[:k]]
-    ranks = []
-    for comp in q.components:
-        ctxs = [normalize(c) for c in comp.contexts]
-        ranks.append(
-            next((r for r, t in enumerate(texts, 1) if any(c in t for c in ctxs)), 0)
-        )
-    return ranks
+    q = as_question(question)
+    return [min(s) + 1 if s else 0 for s in _holding(_texts(retrieved, q, k), q)]
 
 # %% ../nbs/api/fastbook.ipynb #e74c0d8a
+GOLD = "<gold answer>"  # the qrels entry of the answer itself: it holds every component
+
+
+def component_labels(
+    sets: list[set],  # for each component, the ids of the docs holding it
+) -> dict:
+    """Component qrels of one question: {doc id: bitmask of the components it holds},
+    and `GOLD` with every bit, so the measures know how many components there are."""
+    if len(sets) > 52:  # a label is a float64: 52 bits are exact
+        raise ValueError(f"{len(sets)} answer components: at most 52 fit a label")
+    labels = {}
+    for i, ids in enumerate(sets):
+        for d in ids:
+            labels[d] = labels.get(d, 0) | 1 << i
+    return {**dict(sorted(labels.items())), GOLD: (1 << len(sets)) - 1}
+
+
+def score_rankings(
+    rankings: dict,  # {qid: [doc ids, best first]}, each already cut to the top k
+    qrels: dict,  # {qid: component labels} (`component_labels`), the same qids
+    k: int = 10,  # ranks read per question
+) -> pd.DataFrame:
+    """Modified MRR@k and Recall@k of each ranking, scored by `evaluate`. Returns a
+    DataFrame indexed by qid (the rankings' order): modified_mrr, modified_recall."""
+    cols = ["modified_mrr", "modified_recall"]
+    if not rankings:
+        return pd.DataFrame(columns=cols, index=pd.Index([], name="qid"), dtype=float)
+    run = {q: {d: float(len(ids) - r) for r, d in enumerate(ids)}
+           for q, ids in rankings.items()}  # fmt: skip
+    names = [f"{c}@{k}" for c in cols]
+    df = evaluate(qrels, run, names, per_query=True).set_axis(cols, axis=1)
+    return df.rename_axis("qid").loc[list(rankings)]
+
+
+def _score_texts(retrieved, question, k: int) -> pd.Series:
+    "Both measures of one question's retrieved texts, by `score_rankings`."
+    q = as_question(question)
+    texts = _texts(retrieved, q, k)
+    sets = [{str(i) for i in s} for s in _holding(texts, q)]
+    ids = [str(i) for i in range(len(texts))]
+    return score_rankings({q.qid: ids}, {q.qid: component_labels(sets)}, k).iloc[0]
+
+
 def modified_mrr(
     retrieved: list[str],  # the retrieved texts, best first
     question: Question | dict,  # a `Question`, or a raw benchmark entry
@@ -226,7 +280,7 @@ def modified_mrr(
 ) -> float:
     """1 / the rank by which every answer component is found in the top `k`, else 0 (a
     float)."""
-    return component_rr(first_hits(retrieved, question, k))
+    return _score_texts(retrieved, question, k)["modified_mrr"]
 
 # %% ../nbs/api/fastbook.ipynb #952e143e
 def modified_recall(
@@ -235,7 +289,7 @@ def modified_recall(
     k: int = 10,  # how many texts are read
 ) -> float:
     "The share of answer components found in the top `k` texts (a float)."
-    return component_recall(first_hits(retrieved, question, k))
+    return _score_texts(retrieved, question, k)["modified_recall"]
 
 # %% ../nbs/api/fastbook.ipynb #6002fce7
 def score_run(
@@ -244,11 +298,12 @@ def score_run(
     questions: list[Question | dict],  # the questions scored
     k: int = 10,  # ranks read per question
 ) -> pd.DataFrame:
-    """Modified MRR@k and Recall@k of every question for a run. Returns a DataFrame
-    indexed by qid: chapter, modified_mrr, modified_recall."""
+    """Modified MRR@k and Recall@k of every question for a run, by `evaluate`. Returns
+    a DataFrame indexed by qid: chapter, modified_mrr, modified_recall."""
     check_k(k)
-    rows = []
-    for q in map(as_question, questions):
+    qs = list(map(as_question, questions))
+    tops, qrels = {}, {}
+    for q in qs:
         ids = ranking(run.get(q.qid, {}))[:k]
         missing = [i for i in ids if i not in chunks]
         if missing:
@@ -256,18 +311,14 @@ def score_run(
                 f"question {q.qid}: run returns chunk id {missing[0]!r}, which is not "
                 "in chunks"
             )
-        ranks = first_hits([text_of(chunks[i]) for i in ids], q, k)
-        rows.append(
-            dict(
-                qid=q.qid,
-                chapter=q.chapter,
-                modified_mrr=component_rr(ranks),
-                modified_recall=component_recall(ranks),
-            )
+        texts = [normalize(text_of(chunks[i])) for i in ids]
+        tops[q.qid] = ids
+        qrels[q.qid] = component_labels(
+            [{ids[j] for j in s} for s in _holding(texts, q)]
         )
-    return pd.DataFrame(
-        rows, columns=["qid", "chapter", "modified_mrr", "modified_recall"]
-    ).set_index("qid")
+    scores = score_rankings(tops, qrels, k)
+    chapter = pd.Series([q.chapter for q in qs], index=scores.index, name="chapter")
+    return pd.concat([chapter, scores], axis=1)
 
 # %% ../nbs/api/fastbook.ipynb #6d13885a
 def matching_chunks(
@@ -305,3 +356,15 @@ def contexts_to_qrels(
         if labels:
             qrels[q.qid] = dict(sorted(labels.items()))
     return qrels
+
+
+def component_qrels(
+    questions: list[Question | dict],  # the questions
+    chunks: dict[str, Chunk | str],  # {chunk id: Chunk or text}; other chapters skipped
+) -> dict:
+    """Component qrels {qid: {chunk id: bitmask}} of every question (`component_labels`
+    of `matching_chunks`): `evaluate` scores modified_mrr@k / modified_recall@k on them."""
+    return {
+        q.qid: component_labels(matching_chunks(q, chunks))
+        for q in map(as_question, questions)
+    }

@@ -21,6 +21,7 @@ import pytest
 
 from irbook.cli import main
 from irbook.metrics import evaluate, expand_metrics, parse_metric
+from irbook.metrics.registry import MEASURES as M_MEASURES
 from irbook.metrics.registry import measure_names
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,11 +132,18 @@ def test_err_by_hand():
     "name, says",
     [
         ("NERR8@10", "NERR8 is not available"),
-        ("infAP", "infAP is not available"),
+        ("Compat(p=0.8)", "Compat is not available"),
         ("alpha_nDCG@10", "alpha_nDCG is not available"),
-        ("nDCG(dcg=exp-log2)@10", "not 'dcg=exp-log2'"),
+        ("nDCG(dcg=exp-log2)@10", "cannot read the parameters 'dcg=exp-log2'"),
         ("RBP(p=0.8)@10", "no cut-off"),
-        ("P(p=0.5)@5", "only RBP takes p"),
+        ("P(p=0.5)@5", "not 'p'"),
+        ("P@5(judged_only=True)", "P(judged_only=True)@5"),  # ir_measures refuses it
+        ("nDCG(dcg='exp-log2', gains={1: 2})@10", "not 'gains'"),  # ir_measures too
+        ("nDCG(dcg='log3')@10", "not 'dcg'"),
+        ("P(judged_only=1)@5", "True or False"),
+        ("nDCG(gains={1: 'a'})@10", "dict {label: gain}"),
+        ("IPrec@1.5", "must be in [0, 1]"),
+        ("P", "-m P for its default cut-offs"),
     ],
 )
 def test_refused_by_name(name, says):
@@ -252,15 +260,21 @@ def test_ir_measures_names_on_the_command_line(tmp_path, capsys):
 
 def test_refused_on_the_command_line(tmp_path, capsys):
     q, r = write(tmp_path, *sample(6))
-    status, _, err = cli(capsys, "eval", q, r, "-m", "infAP")
+    status, _, err = cli(capsys, "eval", q, r, "-m", "Compat(p=0.8)")
     assert status == 2
     assert err.splitlines() == [
-        "irbook eval: error: metric 'infAP': ir_measures' infAP is not available in "
-        "irbook (inferred AP needs sampled judgments irbook does not read)"
+        "irbook eval: error: metric 'Compat(p=0.8)': ir_measures' Compat is not "
+        "available in irbook (rank-biased compatibility with an ideal ranking is not "
+        "implemented)"
     ]
     status, out, _ = cli(capsys, "measures")
     assert status == 0
-    assert "infAP" in out and "refused: inferred AP needs sampled judgments" in out
+    assert "Compat" in out and "refused: rank-biased compatibility" in out
+    # ir_measures' infAP is trec_eval's infAP once irbook.metrics.trec declares it
+    irm = {r[2]: r for r in measure_names()}
+    assert "refused" not in irm.get("infAP", ("", "", "", "refused"))[3] or (
+        "infAP" not in M_MEASURES
+    )
 
 
 def test_trec_layout_with_another_convention_says_so(tmp_path, capsys):
@@ -426,3 +440,110 @@ def test_ir_datasets_id_and_dataset(monkeypatch):
     monkeypatch.setitem(sys.modules, "ir_datasets", None)  # not installed
     with pytest.raises(ValueError, match="ir_datasets is not installed"):
         evaluate("irbook/toy", run, "map")
+
+
+# ------------------------------------------- parameter forms, family defaults, all_trec
+FORMS = [  # ir_measures' parameter forms: equal to ir_measures, per query
+    "nDCG(judged_only=True)@10", "nDCG(gains={0:0,1:1,2:3})@10",
+    "P(judged_only=True)@5", "AP(rel=2, judged_only=True)@100", "nDCG(cutoff=5)",
+    "RR(judged_only=True)",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("convention", ["trec_eval", "pytrec_eval"])
+@pytest.mark.parametrize("name", FORMS)
+def test_parameter_forms_equal_ir_measures(name, convention):
+    ir_measures = pytest.importorskip("ir_measures")
+    qrels, run = sample(7)  # the runs hold unjudged docs: judged_only matters
+    ours = evaluate(qrels, run, [name], per_query=True, convention=convention)[name]
+    plain = evaluate(qrels, run, [name.split("(")[0] + "@10"], per_query=True)
+    measure = ir_measures.parse_measure(name)
+    theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+    for q in qrels:
+        assert ours[q] == pytest.approx(theirs.get(q, 0.0), abs=1e-9), (name, q)
+    if "judged_only" in name or "gains" in name:  # the option changes the numbers
+        assert not np.allclose(ours.to_numpy(), plain.iloc[:, 0].to_numpy())
+
+
+def test_exp_log2_is_burges_and_equals_ir_measures():
+    "nDCG(dcg='exp-log2') is ranx's ndcg_burges; ir_measures computes it with gdeval."
+    ir_measures = pytest.importorskip("ir_measures")
+    if shutil.which("perl") is None:
+        pytest.skip("ir_measures computes nDCG(dcg='exp-log2') with gdeval.pl")
+    qrels, run = numbered(*sample(8))
+    name = "nDCG(dcg='exp-log2')@10"
+    assert parse_metric(name) == parse_metric("ndcg_burges@10")
+    ours = evaluate(qrels, run, [name], per_query=True)[name]
+    measure = ir_measures.parse_measure(name)
+    theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+    for q, v in theirs.items():  # gdeval.pl prints 5 decimals
+        assert ours[q] == pytest.approx(v, abs=5.1e-6), q
+
+
+def test_infap_is_trec_evals():
+    "ir_measures' infAP is trec_eval's infAP (irbook.metrics.trec), equal per query."
+    ir_measures = pytest.importorskip("ir_measures")
+    from irbook.metrics.registry import MEASURES, TREC_ONLY
+
+    if "infAP" not in TREC_ONLY:
+        pytest.skip("infAP is not registered yet (irbook.metrics.trec)")
+    assert parse_metric("infAP")[0] == "infAP" and "infAP" in MEASURES
+    qrels, run = sample(9)
+    ours = evaluate(qrels, run, ["infAP"], per_query=True, convention="trec_eval")
+    measure = ir_measures.parse_measure("infAP")
+    theirs = {m.query_id: m.value for m in ir_measures.iter_calc([measure], qrels, run)}
+    for q in qrels:
+        assert ours.loc[q, "infAP"] == pytest.approx(theirs.get(q, 0.0), abs=1e-9), q
+
+
+def test_one_measure_in_every_dialect():
+    same = [
+        ["nDCG(judged_only=True)@10", "ndcg(judged_only=True)@10"],
+        ["P(rel=2, judged_only=True)@5", "precision(judged_only=True)@5-l2"],
+        ["IPrec@0.5", "iprec_at_recall_0.50", "iprec_at_recall@0.5"],
+        ["RBP", "RBP(p=0.8)", "rbp.8", "rbp@8"],
+        ["rbp", "rbp.9"],
+        ["NumRet(rel=1)", "NumRelRet", "num_rel_ret"],
+        ["SetP", "set_P", "precision"],
+        ["nDCG(dcg='log2')@10", "nDCG@10", "ndcg_cut_10", "nDCG(cutoff=10)"],
+    ]
+    for names in same:
+        assert len({parse_metric(n) for n in names}) == 1, names
+    assert parse_metric("nDCG(judged_only=True)@10") != parse_metric("nDCG@10")
+    # str: irbook's spelling, which parses back to the same measure
+    for n in ["nDCG(gains={0:0,1:1,2:3})@10", "P(rel=2, judged_only=True)@5", "RBP"]:
+        assert parse_metric(str(parse_metric(n))) == parse_metric(n)
+
+
+def trec_names(trec_eval, tmp_path, *flags):
+    q, r = write(tmp_path, *sample(3))
+    out = subprocess.run(
+        [str(trec_eval), *flags, str(q), str(r)], check=True, capture_output=True,
+        text=True,
+    ).stdout  # fmt: skip
+    return [line.split()[0] for line in out.splitlines()]
+
+
+@pytest.mark.parametrize(
+    "family",
+    ["P", "recall", "iprec_at_recall", "ndcg_cut", "map_cut", "success", "Rprec_mult",
+     "relative_P", "unj"],
+)  # fmt: skip
+def test_bare_family_expands_as_trec_eval_prints_it(trec_eval, tmp_path, family):
+    assert expand_metrics(family, trec=True) == trec_names(
+        trec_eval, tmp_path, "-m", family
+    )
+
+
+def test_all_trec_is_trec_evals_list(trec_eval, tmp_path):
+    from irbook.metrics.registry import ALL_TREC, missing_trec
+
+    theirs = trec_names(trec_eval, tmp_path, "-m", "all_trec")
+    assert theirs[0] == "runid" and list(ALL_TREC) == theirs[1:] and len(theirs) == 99
+    lack = missing_trec()
+    if lack:  # said, not dropped in silence
+        with pytest.warns(UserWarning, match=lack[0]):
+            got = expand_metrics("all_trec")
+    else:
+        got = expand_metrics("all_trec")
+    assert got == [m for m in ALL_TREC if m not in lack]

@@ -186,10 +186,17 @@ def test_check_p(p):
         M.check_p(p)
 
 
-@pytest.mark.parametrize("name", ["rbp", "rbp.0", "rbp.x", "rbp.", "rbp@"])
+@pytest.mark.parametrize("name", ["rbp.0", "rbp.x", "rbp.", "rbp@", "rbp@1.5"])
 def test_bad_rbp_name(name):
     with pytest.raises(ValueError):
         M.parse_metric(name)
+
+
+def test_bare_rbp_is_trec_evals():
+    "trec_eval's rbp (p = 0.9, its default); ir_measures' RBP is p = 0.8."
+    assert M.parse_metric("rbp") == M.parse_metric("rbp.9") == ("rbp", 0.9, 1)
+    assert M.parse_metric("RBP") == ("rbp", 0.8, 1)
+    assert M.to_trec_eval("rbp.9") == "rbp" and M.to_trec_eval("rbp.8") is None
 
 
 @pytest.mark.parametrize(
@@ -333,5 +340,6 @@ def test_nothing_retrieved_scores_zero_on_every_metric(case, convention):
     got = M.evaluate(qrels, run, names, make_comparable=mc, convention=convention)
     # counts of the qrels, not of the run; gm_map's floor is trec_eval's 0.00001
     counts = {"num_q": 2, "num_rel": 2, "gm_map": pytest.approx(1e-5)}
+    counts["gm_bpref"] = pytest.approx(1e-5)  # irbook.metrics.trec's, where declared
     for m, v in got.items():
         assert counts.get(m, 0.0) == v, (m, v)

@@ -3,31 +3,109 @@
 # %% ../../nbs/api/metrics_registry.ipynb #7f2fabc7
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..core import check_k
 from .join import Ranked, to_ranked
 
 # %% auto #0
-__all__ = ['MEASURES', 'METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'ALL_TREC', 'ERR_MAX_GRADE', 'WALKTHROUGH',
-           'RANX_EXAMPLES', 'Measure', 'register', 'measure_pattern', 'check_p', 'ratio', 'parse_metric',
-           'from_trec_eval', 'to_trec_eval', 'expand_metrics', 'from_ir_measures', 'measure_names', 'num_q', 'num_ret',
-           'num_rel', 'num_rel_ret', 'judged', 'drop_unjudged', 'LabelError', 'err', 'component_rr', 'component_recall',
-           'aggregate', 'score_ranked', 'evaluate', 'agrees_printed', 'printed_beside']
+__all__ = ['PARAMS', 'OPTIONS', 'MEASURES', 'METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'TREC_FAMILIES', 'ALL_TREC',
+           'ERR_MAX_GRADE', 'WALKTHROUGH', 'Param', 'Measure', 'register', 'measure_pattern', 'check_p', 'ratio',
+           'Metric', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'missing_trec', 'parse_ok', 'expand_metrics',
+           'from_ir_measures', 'measure_names', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'judged', 'drop_unjudged',
+           'LabelError', 'err', 'modified_mrr', 'modified_recall', 'aggregate', 'with_options', 'score_ranked',
+           'evaluate', 'ranx_examples', 'agrees_printed', 'printed_beside']
 
 # %% ../../nbs/api/metrics_registry.ipynb #08ad263a
+@dataclass(frozen=True)
+class Param:
+    "A measure's parameter, typed: irbook's keyword, its type and range, ir_measures'."
+
+    name: str  # irbook's keyword ('k', 'p', ...)
+    dtype: type  # int, float, bool or dict
+    default: object = None  # None: a measure whose first parameter it is needs it
+    irm: str = ""  # ir_measures' keyword; "": the same as `name`
+    lo: float | None = None  # the least value allowed
+    hi: float | None = None  # the largest value allowed
+    strict: bool = False  # lo < value < hi, not lo <= value <= hi
+    meaning: str = ""  # one line for `irbook measures`
+
+    def check(
+        self,
+        value,  # the value read (a str from a name, or a Python value)
+        metric: str,  # the name it was read from, for the message
+    ):
+        "`value` as `dtype`, in range; a ValueError names the metric and the parameter."
+        what = f"metric {metric!r}: {self.name} ({self.meaning})"
+        if self.dtype is dict:
+            ok = isinstance(value, dict) and all(
+                isinstance(a, int) and isinstance(b, (int, float)) and not
+                isinstance(a, bool) for a, b in value.items()
+            )  # fmt: skip
+            if not ok:
+                raise ValueError(f"{what} must be a dict {{label: gain}} of numbers")
+            return tuple(sorted(value.items()))
+        if self.dtype is bool:
+            if not isinstance(value, bool):
+                raise ValueError(f"{what} must be True or False, got {value!r}")
+            return value
+        try:
+            v = self.dtype(value) if isinstance(value, str) else value
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise TypeError
+            if self.dtype is int and v != int(v):
+                raise TypeError
+            v = self.dtype(v)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"{what} must be {'an integer' if self.dtype is int else 'a number'}, "
+                f"got {value!r}"
+            ) from None
+        lo, hi = self.lo, self.hi
+        bad = (lo is not None and (v <= lo if self.strict else v < lo)) or (
+            hi is not None and (v >= hi if self.strict else v > hi)
+        )
+        if bad and self.dtype is int and (lo, hi) == (1, None):
+            raise ValueError(f"{what} must be a positive integer, got {value!r}")
+        if bad or v != v:
+            rng = (f"({lo}, {hi})" if self.strict else f"[{lo}, {hi}]" if hi is not None
+                   else f"[{lo}, inf)")
+            raise ValueError(f"{what} must be in {rng}, got {value!r}")
+        return v
+
+
+# the parameters of the measures; every ranked measure also takes the options rel
+# (its relevance level, `-lN`) and judged_only (unjudged docs dropped, trec_eval -J)
+PARAMS: dict = {p.name: p for p in [
+    Param("k", int, 0, "cutoff", lo=1, meaning="cut-off: the top k; none: all"),
+    Param("p", float, None, "p", 0, 1, strict=True, meaning="RBP's persistence"),
+    Param("x", float, None, "recall", lo=0, meaning="a level (of recall, of R)"),
+    Param("rel", int, 1, lo=0, meaning="the lowest label counted relevant"),
+    Param("judged_only", bool, False, meaning="unjudged documents dropped first"),
+    Param("gains", dict, None, meaning="a gain for each label, others as labelled"),
+]}  # fmt: skip
+OPTIONS = ("rel", "judged_only")  # taken by every measure of kind 'ranked'
+
+
 @dataclass(frozen=True)
 class Measure:
     "A measure, declared once: name, parameters, its other names, meaning."
 
     name: str  # irbook's name: ranx's, where ranx has the measure
     meaning: str  # one line: what `irbook measures` prints beside the names
-    params: tuple = ("k",)  # k: cut-off (0: all); p: RBP persistence; x: recall level
-    trec: tuple = ()  # trec_eval's names: "X" plain, "X_k" / "X_x" with the parameter
-    irm: tuple = ()  # ir_measures' names, "@k" where it takes a cut-off (first printed)
+    # its parameters (names of `PARAMS`, or `Param`s): the first one numeric is
+    # written after '@' (after '.' for p: rbp.8); the others as options (gains=...)
+    params: tuple = ("k",)
+    # trec_eval's names: "X" plain, "X_k" / "X_x" with the parameter, "X(p=0.9)"
+    # with a value fixed
+    trec: tuple = ()
+    # ir_measures' names, "@k" where it takes a cut-off (the first is printed);
+    # "Name(key=value)" fixes a value, "Name(rel=rel)" needs the keyword given
+    irm: tuple = ()
     agg: str = "mean"  # how per-query values become one number: mean, sum or gmean
     ranx: bool = True  # ranx computes it too (`METRICS`), else `TREC_ONLY`
     kind: str = "ranked"  # ranked: fn(r, k, rel_lvl) of a `Ranked`; or spans, ...
@@ -38,9 +116,23 @@ class Measure:
         if self.agg not in ("mean", "sum", "gmean"):
             raise ValueError(f"agg must be 'mean', 'sum' or 'gmean', got {self.agg!r}")
 
+    @property
+    def typed(self) -> tuple:
+        "Its parameters as `Param`s."
+        return tuple(
+            p if isinstance(p, Param) else PARAMS.get(p) or Param(p, object)
+            for p in self.params
+        )  # a name `PARAMS` lacks: the kernel's own business, not the parser's
+
+    @property
+    def main(self) -> Param | None:
+        "The parameter written after '@' (or '.'): its first numeric one, or None."
+        return next((p for p in self.typed[:1] if p.dtype in (int, float)), None)
+
 
 _SPAN = dict(kind="spans", home="irbook.spans.span_evaluate (irbook eval --chunks)")
-_PARTS = dict(kind="components", home="irbook.fastbook.score_run")
+_GRADED = ("k", "gains")
+_RECALL = Param("x", float, None, "recall", 0, 1, meaning="recall level")  # the measures of labels as gains take a gain map
 # every measure irbook knows, once; each chapter's kernel is filed under its name by
 # `register`. Chapter 2 (`irbook.metrics.sets`), 3 (`rank`), 4 (`graded`), this page
 MEASURES: dict = {m.name: m for m in [
@@ -62,18 +154,19 @@ MEASURES: dict = {m.name: m for m in [
     Measure("gm_map", "Average precision per query; over queries, the geometric mean.",
             params=(), trec=("gm_map",), agg="gmean", ranx=False),
     Measure("iprec_at_recall", "Interpolated precision at recall level x: the best "
-            "precision from that rank on.", params=("x",),
+            "precision from that rank on.", params=(_RECALL,),
             trec=("iprec_at_recall_x",), irm=("IPrec@x",), ranx=False),
     Measure("rbp", "Rank-biased precision with persistence p (rbp.8: p = 0.8).",
-            params=("p",), irm=("RBP(p=p)",)),
+            params=("p",), trec=("rbp(p=0.9)",), irm=("RBP(p=0.8)",)),
     Measure("bpref", "Binary preference (Buckley & Voorhees 2004, trec_eval's rule).",
             params=(), trec=("bpref",), irm=("Bpref",)),
     Measure("dcg", "DCG at k with the label as gain (Järvelin & Kekäläinen).",
-            trec=("dcg",)),
+            params=_GRADED, trec=("dcg",)),
     Measure("dcg_burges", "DCG at k with gain 2**label - 1 (Burges et al.)."),
-    Measure("ndcg", "Normalised DCG at k with the label as gain.",
-            trec=("ndcg", "ndcg_cut_k"), irm=("nDCG@k",)),
-    Measure("ndcg_burges", "Normalised DCG at k with Burges' gain 2**label - 1."),
+    Measure("ndcg", "Normalised DCG at k with the label as gain.", params=_GRADED,
+            trec=("ndcg", "ndcg_cut_k"), irm=("nDCG@k", "nDCG(dcg='log2')@k")),
+    Measure("ndcg_burges", "Normalised DCG at k with Burges' gain 2**label - 1.",
+            irm=("nDCG(dcg='exp-log2')@k",)),
     Measure("num_q", "1 per query: summed, the number of queries scored.", params=(),
             trec=("num_q",), irm=("NumQ",), agg="sum", ranx=False),
     Measure("num_ret", "Documents retrieved (in the top k), summed over queries.",
@@ -82,8 +175,8 @@ MEASURES: dict = {m.name: m for m in [
             "queries.", params=(), trec=("num_rel",), irm=("NumRel",), agg="sum",
             ranx=False),
     Measure("num_rel_ret", "Relevant documents retrieved (in the top k), summed over "
-            "queries.", trec=("num_rel_ret",), irm=("NumRet(rel=1)",), agg="sum",
-            ranx=False),
+            "queries.", trec=("num_rel_ret",), irm=("NumRet(rel=rel)", "NumRelRet"),
+            agg="sum", ranx=False),
     Measure("judged", "Share of the top k with a judgement (label >= 0).",
             irm=("Judged@k",), ranx=False),
     Measure("err", "Expected reciprocal rank at k (Chapelle et al. 2009), grades 0-4.",
@@ -92,12 +185,13 @@ MEASURES: dict = {m.name: m for m in [
             "(chapter 12).", **_SPAN),
     Measure("span_precision", "Judged characters read over all characters read from "
             "the top k chunks (chapter 12).", **_SPAN),
-    Measure("group_recall", "Share of a question's span groups held by a top-k chunk "
+    Measure("group_recall", "Share of a question's span groups held by a top k chunk "
             "(chapter 12).", **_SPAN),
     Measure("modified_mrr", "1 / the rank by which every answer component is found in "
-            "the top k, 0 if one is missing (fastbook).", **_PARTS),
+            "the top k, 0 if one is missing (fastbook; labels: component bitmasks).",
+            ranx=False),
     Measure("modified_recall", "Share of a question's answer components found in the "
-            "top k (fastbook).", **_PARTS),
+            "top k (fastbook; labels: component bitmasks).", ranx=False),
 ]}  # fmt: skip
 METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
 TREC_ONLY: dict = {}  # measures ranx lacks: trec_eval's counts, gm_map, iprec
@@ -162,110 +256,309 @@ def ratio(
     )
 
 # %% ../../nbs/api/metrics_registry.ipynb #ae913bb5
+class Metric(tuple):
+    """A parsed metric name: the tuple (name, param, rel_lvl), with its options
+    `judged_only` and `gains` beside (compared and hashed with it)."""
+
+    def __new__(cls, name, param, rel_lvl=1, judged_only=False, gains=None):
+        t = super().__new__(cls, (name, param, rel_lvl))
+        t.judged_only, t.gains = judged_only, gains
+        return t
+
+    def _key(self):
+        return (tuple(self), self.judged_only, self.gains)
+
+    def __eq__(self, other):
+        return self._key() == (
+            other._key() if isinstance(other, Metric) else (tuple(other), False, None)
+        )
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __str__(self):
+        "irbook's spelling: name(options)@param-lN."
+        name, param, lvl = self
+        m = MEASURES[name]
+        opts = ["judged_only=True"] * self.judged_only
+        if self.gains is not None:
+            opts.append(f"gains={{{','.join(f'{a}:{b}' for a, b in self.gains)}}}")
+        main = m.main or PARAMS["k"]
+        at = "" if param == 0 and main.name == "k" else (
+            f".{str(param)[2:]}" if main.name == "p" and not opts else f"@{param}"
+        )  # fmt: skip
+        return name + (f"({','.join(opts)})" if opts else "") + at + (
+            f"-l{lvl}" if lvl != 1 else ""
+        )
+
+
+@dataclass(frozen=True)
+class _Form:
+    "One spelling of a measure in a dialect, read from its declaration."
+
+    measure: str  # irbook's name
+    dialect: str  # 'irbook', 'trec_eval' or 'ir_measures'
+    sep: str  # how the main parameter follows the name: '@', '_' or '' (none)
+    fixed: tuple  # ((keyword, literal), ...): the name means this value
+    needs: tuple  # keywords that must be given: NumRet(rel=...) is NumRelRet
+
+
+_SPELLING = re.compile(r"(?P<head>[^(@]+?)(?:\((?P<args>[^()]*)\))?(?:@(?P<at>\w+))?")
+
+
+def _spelling(s: str, m: Measure, dialect: str) -> tuple:
+    "A declared spelling as (head, `_Form`): \"nDCG(dcg='exp-log2')@k\", 'P_k'."
+    g = _SPELLING.fullmatch(s)
+    head, sep = g["head"], "@" if g["at"] else ""
+    main = m.main
+    if not sep and main is not None and head.endswith("_" + main.name):
+        head, sep = head[: -len(main.name) - 1], "_"  # trec_eval's P_k
+    fixed, needs = [], []
+    for part in filter(None, (g["args"] or "").split(",")):
+        key, _, val = part.partition("=")
+        if val == key:  # 'rel=rel': the keyword must be given
+            needs.append(key)
+        else:
+            fixed.append((key, ast.literal_eval(val)))
+    return head, _Form(m.name, dialect, sep, tuple(fixed), tuple(needs))
+
+
+_CACHE: dict = {}
+
+
+def _forms() -> dict:
+    "{head: [`_Form`, ...]} of every declared spelling, rebuilt when MEASURES changes."
+    key = tuple(map(id, MEASURES.values()))
+    if _CACHE.get("key") != key:
+        out = {}
+        for m in MEASURES.values():
+            # irbook's names take '@k' as ranx's do, even where k changes nothing
+            out.setdefault(m.name, []).append(_Form(m.name, "irbook", "@", (), ()))
+            for dialect, names in (("trec_eval", m.trec), ("ir_measures", m.irm)):
+                for s in names:
+                    head, form = _spelling(s, m, dialect)
+                    out.setdefault(head, []).append(form)
+        _CACHE.update(key=key, forms=out)
+    return _CACHE["forms"]
+
+
+_NAME_RE = re.compile(
+    r"(?P<head>[^()@]+?)(?:\((?P<args>[^()]*)\))?(?:@(?P<at>[^()@]*))?(?P<tail>\(.*)?"
+)
+
+
+def _keywords(args: str, metric: str) -> dict:
+    "ir_measures' parameters 'a=1, b=\\'x\\'' as a dict of Python values."
+    try:
+        call = ast.parse(f"f({args})", mode="eval").body
+        if call.args:
+            raise ValueError
+        return {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+    except (SyntaxError, ValueError, TypeError):
+        raise ValueError(
+            f"metric {metric!r}: cannot read the parameters {args!r}; write "
+            "them as ir_measures does: Name(key=value, ...)@cutoff, strings quoted"
+        ) from None
+
+
+def _lookup(head: str, at: str | None) -> tuple:
+    """Candidate forms of `head`, the main value its spelling holds and how it was
+    written: ('P_10') -> (P's forms, '10', '_'); ('ndcg', '10') -> (.., '10', '@')."""
+    forms = _forms()
+    if at is None:
+        base, dot, digits = head.partition(".")  # irbook's rbp.8: p = 0.8
+        main = MEASURES[base].main if dot and base in MEASURES else None
+        if main is not None and main.name == "p":
+            return forms[base], "." + digits, "@"
+        base, us, val = head.rpartition("_")  # trec_eval's P_10, iprec_at_recall_0.5
+        cands = [f for f in forms.get(base, []) if f.sep == "_"] if us else []
+        if cands and head not in forms and re.fullmatch(r"[\d.]+", val):
+            return cands, val, "_"
+    return forms.get(head, []), at, "@" if at is not None else None
+
+
+def _pick(cands: list, kw: dict, sep: str | None) -> _Form | None:
+    """The form that fits best: written with `sep` (a form without a cut-off is kept
+    for its message), its fixed values given, its needed keywords there."""
+    if sep is not None:
+        cands = [f for f in cands if f.sep == sep] or [f for f in cands if not f.sep]
+    fits = []
+    for i, f in enumerate(cands):
+        main = _main_kw(f)
+        if all(kw.get(k, kw) == v for k, v in f.fixed if k not in main) and all(
+            k in kw for k in f.needs
+        ):
+            fits.append((len(f.fixed) + len(f.needs), -i, f))
+    return max(fits, key=lambda x: x[:2])[2] if fits else None
+
+
+def _main_kw(f: _Form) -> set:
+    "The keywords naming the main parameter of `f`'s measure in its dialect."
+    main = MEASURES[f.measure].main
+    if main is None:
+        return set()
+    return {main.name, main.irm or main.name} if f.dialect != "irbook" else {main.name}
+
+
 def parse_metric(
     metric: str,  # a metric name: irbook's, trec_eval's or ir_measures'
-) -> tuple:
-    """A name in any dialect ('ndcg@10', 'ndcg_cut_10', 'nDCG@10') as a tuple (name, k,
-    lvl); a ValueError names what is wrong with a bad one."""
+) -> Metric:
+    """A name in any dialect ('ndcg@10', 'ndcg_cut_10', 'nDCG(judged_only=True)@10') as
+    a `Metric`, the tuple (name, k, lvl) with its options; a ValueError names what is
+    wrong with a bad one."""
     if not isinstance(metric, str):
         raise ValueError(f"metric names are strings like 'ndcg@10', got {metric!r}")
-    metric = from_trec_eval(metric) or from_ir_measures(metric) or metric
-    base, rel_lvl = metric, 1
-    if "-l" in metric:
-        base, lvl = metric.rsplit("-l", 1)
+    base, lvl = metric, None
+    if (lv := re.fullmatch(r"(.+)-l([^()'\"]*)", metric)) is not None:
+        base, lvl = lv[1], lv[2]
         if not lvl.isdigit():
             raise ValueError(
                 f"metric {metric!r}: relevance level after '-l' must be a non-negative "
                 f"integer, got {lvl!r}"
             )
-        rel_lvl = int(lvl)
-    if base.startswith("rbp"):
-        sep = "." if "." in base else "@" if "@" in base else None
-        if sep is None:
-            raise ValueError(
-                f"metric {metric!r}: RBP needs a persistence, e.g. 'rbp.8' for p=0.8 "
-                "(trec_eval's default rbp is 'rbp.9')"
-            )
-        name, digits = base.split(sep, 1)
-        if not digits.isdigit():
-            raise ValueError(
-                f"metric {metric!r}: persistence must be digits after '{sep}', e.g. "
-                "'rbp.95'"
-            )
-        param = float(f"0.{digits}")
-        check_p(param, metric)
-    elif base.startswith("iprec_at_recall@"):  # a recall level in [0, 1]
-        name, _, ks = base.partition("@")
-        try:
-            param = float(ks)
-        except ValueError:
-            param = -1.0
-        if not 0 <= param <= 1:
-            raise ValueError(f"metric {metric!r}: recall level must be in [0, 1]")
-    else:
-        name, _, ks = base.partition("@")
-        if _:
-            try:
-                param = int(ks)
-            except ValueError:
-                raise ValueError(
-                    f"metric {metric!r}: k after '@' must be an integer, got {ks!r}"
-                ) from None
-            check_k(param, metric)
+    g = _NAME_RE.fullmatch(base)
+    if g is None or not g["head"]:
+        raise ValueError(f"metric {metric!r}: not a metric name (like 'ndcg@10')")
+    if g["tail"]:
+        raise ValueError(
+            f"metric {metric!r}: parameters go before the cut-off, as ir_measures "
+            f"writes them: {g['head']}({g['tail'].strip('()')})@{g['at']} "
+            "(ir_measures refuses this order too)"
+        )
+    kw = _keywords(g["args"], metric) if g["args"] is not None else {}
+    cands, value, sep = _lookup(g["head"], g["at"])
+    if not cands and g["head"] in _IRM_REFUSED:
+        raise ValueError(
+            f"metric {metric!r}: ir_measures' {g['head']} is not available in irbook "
+            f"({_IRM_REFUSED[g['head']]})"
+        )
+    if not cands:
+        known = sorted(METRICS) + sorted(TREC_ONLY)
+        raise ValueError(
+            f"unknown metric {g['head']!r} in {metric!r}; known: {', '.join(known)}"
+        )
+    form = _pick(cands, kw, sep)
+    if form is None:
+        f = cands[0]
+        need = [f"{k}={v!r}" for k, v in f.fixed] + [f"{k}=..." for k in f.needs]
+        raise ValueError(
+            f"metric {metric!r}: {g['head']} needs {', '.join(need)} here, "
+            f"or is not a measure irbook has with these parameters"
+        )
+    return _resolve(metric, form, kw, value, lvl)
+
+
+def _resolve(metric, form, kw, value, lvl) -> Metric:
+    "The values of `form`'s measure from the keywords, the spelled value and -lN."
+    m = MEASURES[form.measure]
+    main = m.main or (PARAMS["k"] if form.dialect == "irbook" else None)
+    if m.kind != "ranked":
+        raise ValueError(
+            f"metric {metric!r}: {m.name} is not scored from qrels; {m.home} scores it"
+        )
+    kw = {k: v for k, v in kw.items() if k not in dict(form.fixed) or k in _main_kw(form)}
+    allowed = {p.name: p for p in m.typed if p.dtype is not object and p is not main}
+    allowed |= {o: PARAMS[o] for o in OPTIONS}
+    if form.dialect == "ir_measures":  # its keywords: cutoff, recall, p, rel, ...
+        allowed = {(p.irm or p.name): p for p in allowed.values()}
+        if main is not None:
+            allowed[main.irm or main.name] = main
+    elif main is not None:
+        allowed[main.name] = main
+    vals = {}
+    for key, v in kw.items():
+        if key not in allowed:
+            takes = ", ".join(allowed) or "no parameter"
+            raise ValueError(f"metric {metric!r}: {m.name} takes {takes}, not {key!r}")
+        vals[allowed[key].name] = v
+    if value is not None:
+        if main is None:
+            raise ValueError(f"metric {metric!r}: irbook's {m.name} has no cut-off")
+        if form.sep == "" and form.dialect != "irbook":
+            raise ValueError(f"metric {metric!r}: irbook's {m.name} has no cut-off")
+        if main.name in vals:
+            raise ValueError(f"metric {metric!r}: {main.name} given twice")
+        if value.startswith("."):  # rbp.8
+            value = "0" + value if value[1:].isdigit() else "x" + value
+        elif main.name == "p" and value.isdigit():  # rbp@8, as ranx reads it
+            value = "0." + value
+        vals[main.name] = value
+    if lvl is not None:
+        if "rel" in vals and int(vals["rel"]) != int(lvl):
+            raise ValueError(f"metric {metric!r}: two relevance levels")
+        vals["rel"] = lvl
+    out = {}
+    every = {p.name: p for p in allowed.values()}
+    for p in (*every.values(), *([main] if main and main.name not in every else [])):
+        if p.name in vals:
+            out[p.name] = p.check(vals[p.name], metric)
+        elif p is main and main.name in _main_fixed(form):
+            out[p.name] = _main_fixed(form)[main.name]
+        elif p is main and (p.default is None or form.sep == "_"):
+            if form.sep == "_":
+                what = (f"trec_eval's {metric} takes a cut-off ({metric}_10, or "
+                        f"-m {metric} for its default cut-offs)")
+            elif main.name == "p":
+                what = ("RBP needs a persistence, e.g. 'rbp.8' for p=0.8 "
+                        "(ir_measures' RBP is RBP(p=0.8); trec_eval's rbp is p=0.9)")
+            else:
+                what = f"{m.name} needs its {main.meaning} ({m.name}@0.5)"
+            raise ValueError(f"metric {metric!r}: {what}")
         else:
-            param = 0
-    if name in MEASURES and MEASURES[name].kind != "ranked":
-        raise ValueError(
-            f"metric {metric!r}: {name} is not scored from qrels; "
-            f"{MEASURES[name].home} scores it"
-        )
-    if name not in METRICS and name not in TREC_ONLY:
-        raise ValueError(
-            f"unknown metric {name!r} in {metric!r}; known: "
-            f"{', '.join(sorted(METRICS) + sorted(TREC_ONLY))}"
-        )
-    return name, param, rel_lvl
+            out[p.name] = p.default
+    param = out[main.name] if main is not None else 0
+    return Metric(m.name, param, out["rel"], out["judged_only"], out.get("gains"))
+
+
+def _main_fixed(form: _Form) -> dict:
+    "The main value a form fixes: trec_eval's rbp is p = 0.9."
+    main = MEASURES[form.measure].main
+    keys = _main_kw(form)
+    return {main.name: v for k, v in form.fixed if k in keys} if main else {}
 
 # %% ../../nbs/api/metrics_registry.ipynb #e1f2a3b4
-# trec_eval's names, from the declarations: "X_k" takes a cut-off, "X_x" a recall level
-_TREC_CUT = {
-    t[:-2]: m.name for m in MEASURES.values() for t in m.trec if t[-2:] in ("_k", "_x")
-}
-_TREC_PLAIN = {
-    t: m.name for m in MEASURES.values() for t in m.trec if t[-2:] not in ("_k", "_x")
-}
-_TREC_LEVEL = {t[:-2] for m in MEASURES.values() for t in m.trec if t.endswith("_x")}
-# trec_eval's bare "rbp" (p = 0.9) is spelled rbp.9 here: a bare "rbp" stays an error
-_TREC_RE = re.compile(rf"({'|'.join(_TREC_CUT)})_([\d.]+)")
-
-
 def from_trec_eval(
     name: str,  # a trec_eval measure name ('P_10', 'ndcg_cut_10')
 ) -> str | None:
     "irbook's name for trec_eval's measure `name` ('P_10' -> 'precision@10'), or None."
-    base, sep, lvl = name.rpartition("-l") if "-l" in name else (name, "", "")
-    tail = sep + lvl
-    if base in _TREC_PLAIN:
-        return _TREC_PLAIN[base] + tail
-    m = _TREC_RE.fullmatch(base)
-    if m and (m[1] in _TREC_LEVEL or m[2].isdigit()):
-        return f"{_TREC_CUT[m[1]]}@{m[2]}{tail}"
-    return None
+    base = re.sub(r"-l\d*$", "", name)
+    cands, _, sep = _lookup(base, None)
+    if not any(f.dialect == "trec_eval" for f in cands):
+        return None
+    try:
+        return str(parse_metric(name))
+    except ValueError:
+        return None
+
+
+def _trec_value(v) -> str:
+    "A parameter as trec_eval prints it: 10 -> '10', 0.5 -> '0.50'."
+    return str(v) if isinstance(v, int) else f"{v:.2f}"
 
 
 def to_trec_eval(
     metric: str,  # an irbook metric name
 ) -> str | None:
     "trec_eval's name (a str) for `metric` when it computes the same number, else None."
-    base, sep, lvl = metric.rpartition("-l") if "-l" in metric else (metric, "", "")
-    name, _, k = base.partition("@")
-    if sep and lvl != "1":  # trec_eval sets the level per run (-l), not per measure
+    try:
+        m = parse_metric(metric)
+    except ValueError:
         return None
-    plain = {v: t for t, v in reversed(_TREC_PLAIN.items())}  # map, not set_map
-    if not k:
-        return plain.get(name)
-    cut = {v: t for t, v in _TREC_CUT.items()}
-    return f"{cut[name]}_{k}" if name in cut else None
+    name, param, lvl = m
+    if lvl != 1 or m.judged_only or m.gains is not None:
+        return None  # trec_eval sets the level and -J per run, not per measure
+    main = MEASURES[name].main
+    for s in MEASURES[name].trec:
+        head, form = _spelling(s, MEASURES[name], "trec_eval")
+        if form.sep == "_":  # P_10; P at k = 0 is set_P
+            if main.name != "k" or param:
+                return f"{head}_{_trec_value(param)}"
+        elif main is None or _main_fixed(form).get(main.name, main.default) == param:
+            return head
+    return None
 
 
 # trec_eval's default measures ("official"), in its order (test/out.test)
@@ -275,51 +568,93 @@ OFFICIAL = (
     + [f"iprec_at_recall_{x / 10:.2f}" for x in range(11)]
     + [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
 )
+# the values a bare family name prints (its m_*.c's default parameters, trec_eval 10)
+_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+TREC_FAMILIES: dict = {
+    "P": _CUTS, "recall": _CUTS, "ndcg_cut": _CUTS, "map_cut": _CUTS,
+    "relative_P": _CUTS, "P_avgjg": _CUTS, "success": (1, 5, 10), "unj": (5, 10, 20),
+    "iprec_at_recall": tuple(x / 10 for x in range(11)),
+    "Rprec_mult": tuple(x / 5 for x in range(1, 11)),
+    "Rprec_mult_avgjg": tuple(x / 5 for x in range(1, 11)),
+}  # fmt: skip
 
 
-_TREC_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)  # trec_eval's default cut-offs
-_TREC_DEFAULT = {"ndcg_cut": _TREC_CUTS, "map_cut": _TREC_CUTS, "success": (1, 5, 10)}
-# trec_eval's measures that irbook computes, in the order `trec_eval -m all_trec` prints
-ALL_TREC = (
-    OFFICIAL[:-9]
-    + [f"P_{k}" for k in _TREC_CUTS] + [f"recall_{k}" for k in _TREC_CUTS] + ["ndcg"]
-    + [f"ndcg_cut_{k}" for k in _TREC_CUTS] + [f"map_cut_{k}" for k in _TREC_CUTS]
-    + [f"success_{k}" for k in (1, 5, 10)] + ["set_P", "set_recall", "set_F"]
+def _family(m: str) -> list:
+    "trec_eval's bare family name as the names it prints: 'success' -> success_1, ..."
+    return [f"{m}_{_trec_value(v)}" for v in TREC_FAMILIES[m]]
+
+
+# every line `trec_eval -m all_trec` prints after runid, in its order (trec_eval 10)
+ALL_TREC = tuple(
+    OFFICIAL[:-9] + _family("P") + _family("recall") + ["infAP", "gm_bpref"]
+    + _family("Rprec_mult")
+    + ["utility", "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg"]
+    + _family("ndcg_cut") + _family("map_cut") + _family("relative_P")
+    + _family("success")
+    + ["set_P", "set_relative_P", "set_recall", "set_map", "set_F"]
+    + ["num_nonrel_judged_ret", "rbp", "rbp_resid"] + _family("unj")
 )  # fmt: skip
-_TREC_DOT = re.compile(
-    rf"({'|'.join(t for t in _TREC_CUT if t not in _TREC_LEVEL)})\.(\d+(?:,\d+)*)"
-)
 
 
-def _expand(m: str) -> list:
+def missing_trec(
+    names: list | tuple = ALL_TREC,  # trec_eval measure names
+) -> list:
+    "The names irbook cannot compute yet (not declared, or declared and not registered)."
+    out = []
+    for n in names:
+        try:
+            parse_metric(n)
+        except ValueError:
+            out.append(n)
+    return out
+
+
+def _expand(m: str, trec: bool = False) -> list:
     "trec_eval's -m spellings as measure names: 'P.5,10' -> ['P_5', 'P_10']."
     if m == "official":
-        return OFFICIAL
+        return list(OFFICIAL)
     if m == "all_trec":
-        return ALL_TREC
-    if m in _TREC_DEFAULT:  # a bare family: its default cut-offs, as trec_eval does
-        return [f"{m}_{k}" for k in _TREC_DEFAULT[m]]
-    if d := _TREC_DOT.fullmatch(m):
-        return [f"{d[1]}_{k}" for k in d[2].split(",")]
+        lack = missing_trec()
+        if lack:  # said, not dropped in silence
+            warnings.warn(
+                f"all_trec: irbook does not compute trec_eval's {', '.join(lack)}; "
+                "they are left out", stacklevel=3
+            )
+        return [x for x in ALL_TREC if x not in lack]
+    if m in TREC_FAMILIES and (trec or not parse_ok(m)):  # a bare family: its defaults
+        return _family(m)
+    head, dot, values = m.partition(".")  # P.5,10 and iprec_at_recall.0.5,0.7
+    if dot and head in TREC_FAMILIES and re.fullmatch(r"[\d.]+(,[\d.]+)*", values):
+        fmt = float if isinstance(TREC_FAMILIES[head][0], float) else int
+        try:
+            return [f"{head}_{_trec_value(fmt(v))}" for v in values.split(",")]
+        except ValueError:
+            return [m]
     return [m]
+
+
+def parse_ok(m: str) -> bool:
+    "Whether `m` parses as a metric name."
+    try:
+        parse_metric(m)
+        return True
+    except ValueError:
+        return False
 
 
 def expand_metrics(
     metrics: str | list,  # a name, a list of names, 'official' or 'P.5,10'
+    trec: bool = False,  # bare 'recall' is trec_eval's family, not irbook's recall
 ) -> list:
-    """`metrics` (a name or a list), trec_eval's 'official', 'P.5,10'... expanded to a
-    list of names."""
+    """`metrics` (a name or a list), trec_eval's 'official', 'all_trec', 'P.5,10' and
+    bare family names ('P': P_5 ... P_1000) expanded to a list of names. irbook's own
+    'recall' (the whole ranking) stays itself unless `trec`."""
     names = [metrics] if isinstance(metrics, str) else list(metrics)
-    return [x for m in names for x in (_expand(m) if isinstance(m, str) else [m])]
+    return [x for m in names for x in (_expand(m, trec) if isinstance(m, str) else [m])]
 
 # %% ../../nbs/api/metrics_registry.ipynb #a10d1a02
-_IRM = {}  # ir_measures' measure -> irbook name, from the declarations (same meaning)
-for _m in MEASURES.values():  # NumRet(rel=1) is NumRet's, read by from_ir_measures
-    for _i in _m.irm:
-        _IRM.setdefault(re.match(r"\w+", _i)[0], _m.name)
 _IRM_REFUSED = {  # ir_measures' measures irbook lacks, and why (`irbook measures`)
-    "infAP": "inferred AP needs sampled judgments irbook does not read",
-    "Compat": "compatibility needs an ideal ranking irbook does not read",
+    "Compat": "rank-biased compatibility with an ideal ranking is not implemented",
     "alpha_nDCG": "diversity measures need subtopic judgments",
     "NERR8": "NERR is not implemented", "NERR9": "NERR is not implemented",
     "NERR10": "NERR is not implemented", "NERR11": "NERR is not implemented",
@@ -332,8 +667,8 @@ _IRM_REFUSED = {  # ir_measures' measures irbook lacks, and why (`irbook measure
     "RR_IA": "intent-aware measures need subtopic judgments",
     "ERR_IA": "intent-aware measures need subtopic judgments",
     "NumNonRel": "not implemented", "Accuracy": "not implemented",
+    "infAP": "trec_eval's infAP is not registered (irbook.metrics.trec)",
 }  # fmt: skip
-_IRM_RE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)(?:\(([^()]*)\))?(?:@([\d.]+))?")
 
 
 def from_ir_measures(
@@ -341,63 +676,33 @@ def from_ir_measures(
 ) -> str | None:
     """irbook's name for ir_measures' measure `name` ('P(rel=2)@5' -> 'precision@5-l2'),
     or None; a measure irbook lacks is refused with a ValueError."""
-    m = _IRM_RE.fullmatch(name)
-    if not m or m[1] not in _IRM and m[1] not in _IRM_REFUSED:
+    g = _NAME_RE.fullmatch(name)
+    head = g["head"] if g else ""
+    if head in _IRM_REFUSED and not _forms().get(head):
+        parse_metric(name)  # raises, saying why
+    if not any(f.dialect == "ir_measures" for f in _forms().get(head, [])):
         return None
-    if m[1] in _IRM_REFUSED:
-        raise ValueError(
-            f"metric {name!r}: ir_measures' {m[1]} is not available in irbook "
-            f"({_IRM_REFUSED[m[1]]})"
-        )
-    params = {}
-    for part in filter(None, (m[2] or "").replace(" ", "").split(",")):
-        key, eq, val = part.partition("=")
-        if not eq or key not in ("rel", "p"):
-            raise ValueError(
-                f"metric {name!r}: irbook takes ir_measures' parameters rel and p "
-                f"(RBP), not {part!r}"
-            )
-        params[key] = val
-    base, cut = _IRM[m[1]], m[3]
-    if m[1] == "NumRet" and "rel" in params:  # NumRet(rel=1): relevant retrieved
-        base = "num_rel_ret"
-    if "p" in params and m[1] != "RBP":
-        raise ValueError(f"metric {name!r}: only RBP takes p")
-    if m[1] == "RBP":  # ir_measures' default persistence is 0.8
-        if cut:
-            raise ValueError(f"metric {name!r}: irbook's RBP has no cut-off")
-        p = params.get("p", "0.8")
-        if not re.fullmatch(r"0?\.\d+", p):
-            raise ValueError(f"metric {name!r}: p must be a number in (0, 1)")
-        out = f"rbp.{p.split('.')[1]}"
-    elif m[1] == "IPrec":
-        if not cut:
-            raise ValueError(f"metric {name!r}: IPrec needs a recall level: IPrec@0.5")
-        out = f"iprec_at_recall@{cut}"
-    else:
-        if cut and not cut.isdigit():
-            raise ValueError(f"metric {name!r}: the cut-off must be an integer")
-        out = base + (f"@{cut}" if cut else "")
-    rel = params.get("rel", "1")
-    if not rel.isdigit():
-        raise ValueError(f"metric {name!r}: rel must be a non-negative integer")
-    return out + (f"-l{rel}" if rel != "1" else "")
+    return str(parse_metric(name))
 
 
 def measure_names() -> list:
     """Every measure as a tuple (irbook name, trec_eval's, ir_measures', meaning), then
     the refused: a list."""
-    shown = {"k": "@k", "p": ".p", "x": "@x"}
     rows = []
     for m in MEASURES.values():
-        tail = "".join(shown[p] for p in m.params)
-        cut = [t for t in m.trec if t[-2:] in ("_k", "_x")]
+        main = m.main
+        tail = "" if main is None else ".p" if main.name == "p" else f"@{main.name}"
+        cut = [t for t in m.trec if _spelling(t, m, "trec_eval")[1].sep == "_"]
         trec = cut[0] if cut else m.trec[0] if m.trec else None
-        if trec and tail and not cut:  # trec_eval's measure scores the whole ranking
-            trec += " (no cut-off)"
+        if trec and main is not None and main.name == "k" and not cut:
+            trec += " (no cut-off)"  # trec_eval's measure scores the whole ranking
         irm = m.irm[0] if m.irm else None
         rows.append((m.name + tail, trec, irm, m.meaning))
-    rows += [("-", None, i, f"refused: {why}") for i, why in _IRM_REFUSED.items()]
+    rows += [
+        ("-", None, i, f"refused: {why}")
+        for i, why in _IRM_REFUSED.items()
+        if not _forms().get(i)
+    ]
     return rows
 
 # %% ../../nbs/api/metrics_registry.ipynb #e1f2a3b6
@@ -495,24 +800,44 @@ def err(
     return (stop * reach / ranks).sum(1)
 
 # %% ../../nbs/api/metrics_registry.ipynb #fd770f84
+def _bits(x: np.ndarray) -> np.ndarray:
+    "The number of bits set in each of `x` (int64 >= 0), as float64."
+    b = np.ascontiguousarray(x, dtype="<i8").view(np.uint8).reshape(*x.shape, 8)
+    return np.unpackbits(b, axis=-1).sum(-1).astype(np.float64)
+
+
+def _components(r: Ranked, k: int) -> tuple:
+    "(each rank's components found so far in the top k, every component of the query)."
+    masks = np.where(r.judged & r.top(k), r.rel, 0).astype(np.int64)
+    ideal = np.where(np.arange(r.ideal.shape[1]) < r.n_judged[:, None], r.ideal, 0)
+    full = np.bitwise_or.reduce(ideal.astype(np.int64), axis=1)
+    return np.bitwise_or.accumulate(masks, axis=1), full
+
+
 @register("modified_mrr")
-def component_rr(
-    ranks: list,  # each answer component's first rank in the top k
-) -> float:
-    """Modified RR (a float) from each answer component's first rank in the top k (0:
-    not found)."""
-    ranks = list(ranks)
-    return 0.0 if 0 in ranks else 1.0 / max(ranks)
+def modified_mrr(
+    r: Ranked,  # the qrels and run joined and ranked; labels: component bitmasks
+    k: int = 0,  # cut-off: the top k of each ranking; 0: all of it
+    rel_lvl: int = 1,  # unused: a label says which components a doc holds
+) -> np.ndarray:
+    """1 / the first rank by which the top `k` hold every answer component, else 0
+    (fastbook's Modified MRR@k)."""
+    seen, full = _components(r, k)
+    done = np.c_[(seen & full[:, None]) == full[:, None], np.ones(len(full), bool)]
+    first = np.where(done[:, :-1].any(1), done.argmax(1) + 1, 0)
+    return ratio((first > 0) & (full > 0), first)
 
 
 @register("modified_recall")
-def component_recall(
-    ranks: list,  # each answer component's first rank in the top k
-) -> float:
-    """Modified recall (a float): the share of answer components with a rank (0: not
-    found)."""
-    ranks = list(ranks)
-    return sum(r > 0 for r in ranks) / len(ranks)
+def modified_recall(
+    r: Ranked,  # the qrels and run joined and ranked; labels: component bitmasks
+    k: int = 0,  # cut-off: the top k of each ranking; 0: all of it
+    rel_lvl: int = 1,  # unused: a label says which components a doc holds
+) -> np.ndarray:
+    "Share of the query's answer components some top-`k` doc holds (fastbook's)."
+    seen, full = _components(r, k)
+    last = seen[:, -1] if seen.shape[1] else np.zeros(len(full), np.int64)
+    return ratio(_bits(last & full), _bits(full))
 
 # %% ../../nbs/api/metrics_registry.ipynb #39482245
 def aggregate(
@@ -533,16 +858,40 @@ def aggregate(
     return float(np.mean(values))
 
 
+def with_options(
+    r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
+    judged_only: bool = False,  # unjudged documents dropped, ranks closed up (-J)
+    gains: tuple | None = None,  # ((label, gain), ...): labels mapped to gains first
+) -> Ranked:
+    "`r` as a measure with these options sees it: a `Ranked` (`r` itself without any)."
+    if judged_only:
+        r = drop_unjudged(r)
+    if gains:
+        def gain(a):
+            out = a.copy()
+            for label, g in gains:
+                out[a == label] = g
+            return out
+
+        ideal = -np.sort(-gain(r.ideal), axis=1)
+        r = replace(r, rel=np.where(r.judged, gain(r.rel), 0.0), ideal=ideal)
+    return r
+
+
 def score_ranked(
     r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
     names: list,  # metric names, already expanded
 ) -> dict:
     "Each metric's per-query values on `r`: a dict {name: array}."
-    out = {}
+    out, views = {}, {}
     for m in names:
-        name, param, lvl = parse_metric(m)
+        spec = parse_metric(m)
+        key = (spec.judged_only, spec.gains)
+        if key not in views:
+            views[key] = with_options(r, *key)
+        name, param, lvl = spec
         fn = METRICS.get(name) or TREC_ONLY[name]
-        out[m] = np.asarray(fn(r, param, rel_lvl=lvl), dtype=np.float64)
+        out[m] = np.asarray(fn(views[key], param, rel_lvl=lvl), dtype=np.float64)
     return out
 
 
@@ -582,467 +931,19 @@ def evaluate(
     return out[names[0]] if isinstance(metrics, str) and len(names) == 1 else out
 
 # %% ../../nbs/api/metrics_registry.ipynb #430e3e9c
-# Published examples: each qrels and run, and the values the page prints for them
-# (ranx's default evaluation). kun432's walkthrough prints ranx.compare reports rounded
-# to 3 decimals; ranx's documentation prints 4 (cut, not rounded). `digits` is that.
+# kun432's walkthrough: its examples print ranx.compare reports rounded to 3 decimals;
+# ranx's documentation prints 4 (cut, not rounded). `digits` in each example says which
 WALKTHROUGH = "https://zenn.dev/kun432/scraps/0f1577a6988558"
-RANX_EXAMPLES = {
-    "walkthrough: hits 1": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1}},
-        run={"q_1": {"d_1": 1}},
-        printed={"hits": 1},
-    ),
-    "walkthrough: hits 2": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1}},
-        printed={"hits": 2},
-    ),
-    "walkthrough: hits 3": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1}},
-        run={"q_1": {"d_1": 1}},
-        printed={"hits": 1},
-    ),
-    "walkthrough: hits 4": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1}},
-        printed={"hits": 1},
-    ),
-    "walkthrough: hits 5": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1}},
-        run={"q_1": {"d_2": 1}},
-        printed={"hits": 0},
-    ),
-    "walkthrough: hits 6": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1}, "q_2": {"d_2": 1}},
-        run={"q_1": {"d_2": 1}, "q_2": {"d_2": 1}},
-        printed={"hits": 0.5},
-    ),
-    "walkthrough: hit rate 1": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1}},
-        run={"q_1": {"d_1": 1}},
-        printed={"hit_rate": 1},
-    ),
-    "walkthrough: hit rate 2": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1}, "q_2": {"d_2": 1}},
-        run={"q_1": {"d_1": 1}, "q_2": {"d_1": 1}},
-        printed={"hit_rate": 0.5},
-    ),
-    "walkthrough: hit rate 3": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1}},
-        printed={"hit_rate": 1},
-    ),
-    "walkthrough: hit rate 4": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1}},
-        run={"q_1": {"d_1": 1, "d_3": 1}},
-        printed={"hit_rate": 1},
-    ),
-    "walkthrough: hit rate 5": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1}, "q_2": {"d_2": 1, "d_3": 1}},
-        run={"q_1": {"d_1": 1}, "q_2": {"d_2": 1, "d_4": 1}},
-        printed={"hit_rate": 1},
-    ),
-    "walkthrough: precision 1": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1, "d_4": 1}},
-        printed={"precision": 0.667},
-    ),
-    "walkthrough: precision 2": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1}, "q_2": {"d_1": 1, "d_2": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1}, "q_2": {"d_1": 1, "d_3": 1}},
-        printed={"precision": 0.75},
-    ),
-    "walkthrough: recall 1": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1, "d_4": 1}},
-        printed={"recall": 0.667},
-    ),
-    "walkthrough: recall 2": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1, "d_4": 1}},
-        printed={"recall": 1},
-    ),
-    "walkthrough: f1": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1, "d_4": 1, "d_5": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1, "d_6": 1, "d_7": 1}},
-        printed={"precision": 0.5, "recall": 0.4, "f1": 0.444},
-    ),
-    "walkthrough: r-precision 1": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1}},
-        printed={"precision": 1, "recall": 0.667, "r-precision": 0.667},
-    ),
-    "walkthrough: r-precision 2": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={
-            "q_1": {
-                "d_1": 1,
-                "d_2": 1,
-                "d_3": 1,
-                "d_4": 1,
-                "d_5": 1,
-                "d_6": 0,
-                "d_7": 0,
-                "d_8": 0,
-                "d_9": 0,
-                "d_10": 0,
-            }
-        },
-        run={
-            "q_1": {
-                "d_1": 1,
-                "d_2": 0.8,
-                "d_3": 0.6,
-                "d_6": 0.4,
-                "d_7": 0.3,
-                "d_5": 0.2,
-            }
-        },
-        printed={"precision": 0.667, "recall": 0.8, "r-precision": 0.6},
-    ),
-    "walkthrough: bpref 1": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1, "d_4": 0, "d_5": 0, "d_6": 0}},
-        run={
-            "q_1": {
-                "d_1": 1,
-                "d_4": 0.9,
-                "d_2": 0.8,
-                "d_7": 0.7,
-                "d_3": 0.6,
-                "d_5": 0.5,
-                "d_8": 0.4,
-                "d_6": 0.3,
-                "d_9": 0.2,
-                "d_10": 0.1,
-            }
-        },
-        printed={"bpref": 0.778},
-    ),
-    "walkthrough: bpref 2": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1, "d_4": 0, "d_5": 0, "d_6": 0}},
-        run={
-            "q_1": {
-                "d_7": 0.7,
-                "d_1": 1,
-                "d_8": 0.4,
-                "d_10": 0.1,
-                "d_4": 0.9,
-                "d_2": 0.8,
-                "d_9": 0.2,
-                "d_3": 0.6,
-                "d_5": 0.5,
-                "d_6": 0.3,
-            }
-        },
-        printed={"bpref": 0.778},
-    ),
-    "walkthrough: rbp": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1}},
-        run={
-            "q_1": {
-                "d_1": 1,
-                "d_4": 0.9,
-                "d_2": 0.8,
-                "d_5": 0.7,
-                "d_3": 0.6,
-                "d_6": 0.5,
-            }
-        },
-        printed={"rbp.2": 0.833, "rbp.5": 0.656, "rbp.8": 0.41},
-    ),
-    "walkthrough: rbp, p = 0.99": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1}},
-        run={"q_1": {"d_1": 1, "d_2": 1, "d_3": 1}},
-        printed={"rbp.99": 0.03},
-    ),
-    "walkthrough: mrr 1": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_3": 1}, "q_2": {"d_4": 1, "d_6": 1}},
-        run={
-            "q_1": {"d_3": 1, "d_1": 0.9, "d_2": 0.8},
-            "q_2": {"d_6": 1, "d_4": 0.9, "d_5": 0.8},
-        },
-        printed={"mrr": 1},
-    ),
-    "walkthrough: mrr 2": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_3": 1}, "q_2": {"d_4": 1, "d_6": 1}},
-        run={
-            "q_1": {"d_2": 1, "d_3": 0.9, "d_1": 0.8},
-            "q_2": {"d_5": 1, "d_7": 0.9, "d_6": 0.8},
-        },
-        printed={"mrr": 0.417},
-    ),
-    "walkthrough: map": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_3": 1, "d_4": 1, "d_6": 1, "d_9": 1}},
-        run={
-            "q_1": {
-                "d_1": 1.0,
-                "d_2": 0.95,
-                "d_3": 0.9,
-                "d_4": 0.85,
-                "d_5": 0.8,
-                "d_6": 0.75,
-                "d_7": 0.7,
-                "d_8": 0.65,
-                "d_9": 0.6,
-                "d_10": 0.55,
-            }
-        },
-        printed={"map@3": 0.333, "map@5": 0.483, "map@10": 0.728},
-    ),
-    "walkthrough: dcg": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_4": 1, "d_8": 1}},
-        run={
-            "q_1": {
-                "d_1": 1.0,
-                "d_2": 0.95,
-                "d_3": 0.9,
-                "d_4": 0.85,
-                "d_5": 0.8,
-                "d_6": 0.75,
-                "d_7": 0.7,
-                "d_8": 0.65,
-                "d_9": 0.6,
-                "d_10": 0.55,
-            }
-        },
-        printed={"dcg": 1.746, "dcg@3": 1, "dcg@5": 1.431, "dcg@10": 1.746},
-    ),
-    "walkthrough: dcg, ideal order": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_4": 1, "d_8": 1}},
-        run={
-            "q_1": {
-                "d_1": 1,
-                "d_4": 1,
-                "d_8": 1,
-                "d_2": 0.95,
-                "d_3": 0.9,
-                "d_5": 0.8,
-                "d_6": 0.75,
-                "d_7": 0.7,
-                "d_9": 0.6,
-                "d_10": 0.55,
-            }
-        },
-        printed={"dcg": 2.131},
-    ),
-    "walkthrough: ndcg": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_4": 1, "d_8": 1}},
-        run={
-            "q_1": {
-                "d_1": 1.0,
-                "d_2": 0.95,
-                "d_3": 0.9,
-                "d_4": 0.85,
-                "d_5": 0.8,
-                "d_6": 0.75,
-                "d_7": 0.7,
-                "d_8": 0.65,
-                "d_9": 0.6,
-                "d_10": 0.55,
-            }
-        },
-        printed={"ndcg": 0.819},
-    ),
-    "walkthrough: burges, binary labels": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 1, "d_4": 1, "d_8": 1}},
-        run={
-            "q_1": {
-                "d_1": 1.0,
-                "d_2": 0.95,
-                "d_3": 0.9,
-                "d_4": 0.85,
-                "d_5": 0.8,
-                "d_6": 0.75,
-                "d_7": 0.7,
-                "d_8": 0.65,
-                "d_9": 0.6,
-                "d_10": 0.55,
-            }
-        },
-        printed={
-            "dcg": 1.746,
-            "ndcg": 0.819,
-            "dcg_burges": 1.746,
-            "ndcg_burges": 0.819,
-        },
-    ),
-    "walkthrough: burges, graded labels": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 3, "d_4": 2, "d_8": 1}},
-        run={
-            "q_1": {
-                "d_1": 1.0,
-                "d_2": 0.95,
-                "d_3": 0.9,
-                "d_4": 0.85,
-                "d_5": 0.8,
-                "d_6": 0.75,
-                "d_7": 0.7,
-                "d_8": 0.65,
-                "d_9": 0.6,
-                "d_10": 0.55,
-            }
-        },
-        printed={
-            "dcg": 4.177,
-            "ndcg": 0.877,
-            "dcg_burges": 8.607,
-            "ndcg_burges": 0.916,
-        },
-    ),
-    "walkthrough: burges, ideal ranking": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 5, "d_2": 3, "d_3": 3, "d_4": 3, "d_5": 3, "d_6": 3}},
-        run={
-            "q_1": {
-                "d_1": 1.0,
-                "d_2": 0.95,
-                "d_3": 0.9,
-                "d_4": 0.85,
-                "d_5": 0.8,
-                "d_6": 0.75,
-                "d_7": 0.7,
-                "d_8": 0.65,
-                "d_9": 0.6,
-                "d_10": 0.55,
-            }
-        },
-        printed={"dcg": 11.914, "ndcg": 1, "dcg_burges": 47.133, "ndcg_burges": 1},
-    ),
-    "walkthrough: burges, label 5 last": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 5, "d_2": 3, "d_3": 3, "d_4": 3, "d_5": 3, "d_6": 3}},
-        run={
-            "q_1": {
-                "d_2": 1.0,
-                "d_3": 0.95,
-                "d_4": 0.9,
-                "d_5": 0.85,
-                "d_6": 0.8,
-                "d_7": 0.75,
-                "d_8": 0.7,
-                "d_9": 0.65,
-                "d_10": 0.6,
-                "d_1": 0.55,
-            }
-        },
-        printed={
-            "dcg": 10.291,
-            "ndcg": 0.864,
-            "dcg_burges": 29.6,
-            "ndcg_burges": 0.628,
-        },
-    ),
-    "walkthrough: burges, label 5 first": dict(
-        source=WALKTHROUGH,
-        digits=3,
-        qrels={"q_1": {"d_1": 5, "d_2": 3, "d_3": 3, "d_4": 3, "d_5": 3, "d_6": 3}},
-        run={
-            "q_1": {
-                "d_1": 1.0,
-                "d_7": 0.95,
-                "d_8": 0.9,
-                "d_9": 0.85,
-                "d_10": 0.8,
-                "d_2": 0.75,
-                "d_3": 0.7,
-                "d_4": 0.65,
-                "d_5": 0.6,
-                "d_6": 0.55,
-            }
-        },
-        printed={
-            "dcg": 9.785,
-            "ndcg": 0.821,
-            "dcg_burges": 42.166,
-            "ndcg_burges": 0.895,
-        },
-    ),
-    "ranx documentation: usage": dict(
-        source="https://amenra.github.io/ranx/",
-        digits=4,
-        qrels={"q_1": {"d_12": 5, "d_25": 3}, "q_2": {"d_11": 6, "d_22": 1}},
-        run={
-            "q_1": {
-                "d_12": 0.9,
-                "d_23": 0.8,
-                "d_25": 0.7,
-                "d_36": 0.6,
-                "d_32": 0.5,
-                "d_35": 0.4,
-            },
-            "q_2": {
-                "d_12": 0.9,
-                "d_11": 0.8,
-                "d_25": 0.7,
-                "d_36": 0.6,
-                "d_22": 0.5,
-                "d_35": 0.4,
-            },
-        },
-        printed={"ndcg@5": 0.7861, "map@5": 0.6416, "mrr": 0.75},
-    ),
-}
+
+
+def ranx_examples() -> dict:
+    """The published examples, read from `ranx_examples.json` beside this module: a dict
+    {'page: example': {source, digits, qrels, run, printed}}, a fresh copy each call."""
+    import json
+    from importlib.resources import files
+
+    text = files("irbook.metrics").joinpath("ranx_examples.json").read_text("utf-8")
+    return json.loads(text)
 
 # %% ../../nbs/api/metrics_registry.ipynb #22252fb4
 def agrees_printed(
@@ -1057,13 +958,13 @@ def agrees_printed(
 
 def printed_beside(
     metrics: list,  # base metric names ('ndcg', 'mrr')
-    examples: dict | None = None,  # published examples; None: `RANX_EXAMPLES`
+    examples: dict | None = None,  # published examples; None: `ranx_examples()`
 ):
     "Each printed value of the examples for `metrics` beside irbook's: a DataFrame."
     import pandas as pd
 
     rows = []
-    for name, ex in (RANX_EXAMPLES if examples is None else examples).items():
+    for name, ex in (ranx_examples() if examples is None else examples).items():
         for m, v in ex["printed"].items():
             if m.split("@")[0].split(".")[0] not in metrics:
                 continue
