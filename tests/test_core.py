@@ -16,7 +16,7 @@ LAYERS = [
     ["core"],
     ["metrics.ranx_compat", "metrics.columns", "metrics.io", "metrics.conventions"],
     ["metrics.join", "metrics.registry"],
-    ["metrics.sets", "metrics.rank"],
+    ["metrics.sets", "metrics.rank", "metrics.trec"],
     ["metrics.graded", "metrics.stream", "metrics", "metrics.distributed", "unjudged"],
     ["stats", "power", "figures", "compare", "ppi"],
     ["ranking", "labelling"],
