@@ -294,7 +294,7 @@ class Metric(tuple):
             f"-l{lvl}" if lvl != 1 else ""
         )
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #5e7a1c06
 @dataclass(frozen=True)
 class _Form:
     "One spelling of a measure in a dialect, read from its declaration."
@@ -344,7 +344,7 @@ def _forms() -> dict:
         _CACHE.update(key=key, forms=out)
     return _CACHE["forms"]
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #5e7a1c07
 _NAME_RE = re.compile(
     r"(?P<head>[^()@]+?)(?:\((?P<args>[^()]*)\))?(?:@(?P<at>[^()@]*))?(?P<tail>\(.*)?"
 )
