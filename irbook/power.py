@@ -5,18 +5,29 @@ from __future__ import annotations
 
 import math
 import sys
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .stats import paired_bootstrap, randomization_test
+from irbook.stats import (
+    _BIG,
+    _EPS,
+    _ibeta,
+    _log_front,
+    _split,
+    _stirling,
+    paired_bootstrap,
+    randomization_test,
+    t_quantile,
+)
 
 if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
     import pandas as pd
 
 # %% auto #0
-__all__ = ['SIM_TESTS', 'power_t', 'mdd', 'n_for', 'residual_variance', 'diff_sd', 'plan', 'pilot_diffs', 'power_sim', 'mdd_sim',
-           'n_for_sim', 'power_columns']
+__all__ = ['SIM_TESTS', 'nct_cdf', 'power_t', 'mdd', 'n_for', 'residual_variance', 'diff_sd', 'plan', 'pilot_diffs', 'power_sim',
+           'mdd_sim', 'n_for_sim', 'power_columns']
 
 # %% ../nbs/api/power.ipynb #36f4fd14
 def _level(alpha: float, power: float):
@@ -42,6 +53,121 @@ def _queries(n) -> int:
         raise ValueError(f"n (queries) must be an integer >= 2, got {n!r}")
     return int(n)
 
+# %% ../nbs/api/power.ipynb #e09c58e1
+def _log_ratio_half(a: float) -> float:
+    "ln(Gamma(a + 1/2) / Gamma(a)), a > 0."
+    if a < _BIG:
+        return math.lgamma(a + 0.5) - math.lgamma(a)
+    return (
+        0.5 * math.log(a) + _stirling(a + 0.5) - _stirling(a)
+        + (a * math.log1p(0.5 / a) - 0.5)
+    )  # fmt: skip
+
+
+def _log_poisson(k: int, lam: float) -> float:
+    "ln(e^-lam lam^k / k!) at k = floor(lam) (Loader's deviance form when k is large)."
+    if k < _BIG:
+        return -lam + (k * math.log(lam) if k else 0.0) - math.lgamma(k + 1)
+    v = (k - lam) / lam  # in (-1/lam, 0]
+    bd0 = lam * (v * math.log1p(v) - (v - math.log1p(v)))  # k ln(k/lam) + lam - k
+    return -bd0 - 0.5 * math.log(2 * math.pi * k) - _stirling(k)
+
+
+def _nct_cdf_pos(t: float, df: float, nc: float) -> float:
+    """P(T <= t) of the noncentral t, t >= 0: Phi(-nc) plus Poisson-weighted incomplete
+    betas, summed both ways from the Poisson mode (Benton and Krishnamoorthy 2003)."""
+    base = 0.5 * math.erfc(nc / math.sqrt(2))  # Phi(-nc)
+    if t == 0 or t * t / df == 0:
+        return base
+    lam = 0.5 * nc * nc
+    k = math.floor(lam)
+    x, y, lx, ly = _split(t, df)  # x = t^2 / (df + t^2)
+    b, c = 0.5 * df, nc / math.sqrt(2)
+    lpk = _log_poisson(k, lam)
+    pk = math.exp(lpk)  # e^-lam lam^k / k!
+    qk = math.exp(lpk - _log_ratio_half(k + 1))  # e^-lam lam^k / Gamma(k + 3/2)
+    a1, a2 = k + 0.5, k + 1.0
+    i1, i2 = _ibeta(a1, b, x, y, lx, ly)[0], _ibeta(a2, b, x, y, lx, ly)[0]
+    # I_x(a + 1, b) = I_x(a, b) - g(a), g(a) = x^a y^b / (a B(a, b))
+    g1 = math.exp(_log_front(a1, b, lx, ly)) / a1
+    g2 = math.exp(_log_front(a2, b, lx, ly)) / a2
+    span = int(9 * math.sqrt(lam)) + 30  # the Poisson mass beyond is under 1e-17
+    total = 0.0
+    p, q, j1, j2, h1, h2 = pk, qk, i1, i2, g1, g2
+    for j in range(k, k + span):  # forward from the mode
+        total += p * j1 + c * q * j2
+        j1, j2 = j1 - h1, j2 - h2
+        h1 *= x * (j + 0.5 + b) / (j + 1.5)
+        h2 *= x * (j + 1 + b) / (j + 2)
+        p, q = p * lam / (j + 1), q * lam / (j + 1.5)
+        if p == 0 and q == 0:
+            break
+    p, q, j1, j2 = pk, qk, i1, i2
+    if k:  # g(a - 1) = g(a) a / (x (a - 1 + b))
+        h1, h2 = g1 * a1 / (x * (a1 - 1 + b)), g2 * a2 / (x * (a2 - 1 + b))
+    for j in range(k - 1, max(-1, k - span - 1), -1):  # backward from the mode
+        j1, j2 = j1 + h1, j2 + h2
+        p, q = p * (j + 1) / lam, q * (j + 1.5) / lam
+        total += p * j1 + c * q * j2
+        if j:
+            h1 *= (j + 0.5) / (x * (j - 0.5 + b))
+            h2 *= (j + 1) / (x * (j + b))
+    return base + 0.5 * total
+
+
+def nct_cdf(
+    t: float,  # where
+    df: float,  # degrees of freedom (> 0)
+    nc: float,  # noncentrality
+) -> float:
+    "P(T <= t) for the noncentral t with `df` degrees of freedom (a float)."
+    t, df, nc = float(t), float(df), float(nc)
+    if math.isnan(t) or math.isnan(df) or math.isnan(nc) or df <= 0 or math.isinf(nc):
+        return math.nan
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    return _nct_cdf_pos(t, df, nc) if t >= 0 else 1.0 - _nct_cdf_pos(-t, df, -nc)
+
+
+def _brent(f, lo: float, hi: float, xtol: float, rtol: float = 4 * _EPS) -> float:
+    """A root of f between lo and hi, where f changes sign: Brent's method (secant or
+    inverse quadratic steps while they shrink the bracket fast enough, else halving)."""
+    a, b = lo, hi
+    fa, fb = f(a), f(b)
+    if fa == 0 or fb == 0:
+        return a if fa == 0 else b
+    if (fa > 0) == (fb > 0):
+        raise ValueError(f"f({lo}) and f({hi}) must differ in sign")
+    c, fc, d, e = a, fa, b - a, b - a
+    for _ in range(300):
+        if (fb > 0) == (fc > 0):  # keep the root between b and c
+            c, fc, d, e = a, fa, b - a, b - a
+        if abs(fc) < abs(fb):  # b: the best estimate so far
+            a, b, c, fa, fb, fc = b, c, b, fb, fc, fb
+        tol, m = 0.5 * (xtol + rtol * abs(b)), 0.5 * (c - b)
+        if abs(m) <= tol or fb == 0:
+            return b
+        if abs(e) >= tol and abs(fa) > abs(fb):
+            s = fb / fa
+            if a == c:  # secant
+                p, q = 2 * m * s, 1 - s
+            else:  # inverse quadratic interpolation
+                q, r = fa / fc, fb / fc
+                p = s * (2 * m * q * (q - r) - (b - a) * (r - 1))
+                q = (q - 1) * (r - 1) * (s - 1)
+            q, p = (-q if p > 0 else q), abs(p)
+            d, e = (
+                (p / q, d)
+                if 2 * p < min(3 * m * q - abs(tol * q), abs(e * q))
+                else (m, m)
+            )
+        else:
+            d = e = m
+        a, fa = b, fb
+        b += d if abs(d) > tol else math.copysign(tol, m)
+        fb = f(b)
+    raise ArithmeticError("Brent's method: no convergence")
+
 # %% ../nbs/api/power.ipynb #b5f24063
 def power_t(
     d: float,  # the true mean difference
@@ -51,14 +177,21 @@ def power_t(
 ) -> float:
     """Power of the two-sided paired t-test: true mean difference d, n queries. Returns
     the chance (a float) that the test rejects."""
-    from scipy.stats import nct, t  # on use: scipy costs 0.7 s to import
-
     n, sd = _queries(n), _positive(sd, "sd")
     _level(alpha, (1 + alpha) / 2)
     df, nc = n - 1, abs(float(d)) * math.sqrt(n) / sd  # the power is symmetric in d
-    crit = t.isf(alpha / 2, df)
-    far = nct.cdf(-crit, df, nc)  # the wrong-sign tail: scipy gives NaN when it is ~0
-    return float(nct.sf(crit, df, nc) + (0.0 if math.isnan(far) else far))
+    if math.isnan(nc) or nc == math.inf:
+        return 1.0 if nc == math.inf else math.nan
+    crit = _crit(alpha, df)
+    # the wrong-sign tail is below Phi(-nc): under 1e-17 from nc = 8.5
+    far = 1.0 - _nct_cdf_pos(crit, df, -nc) if nc < 8.5 else 0.0
+    return float(1.0 - _nct_cdf_pos(crit, df, nc) + far)
+
+
+@lru_cache(maxsize=1024)
+def _crit(alpha: float, df: int) -> float:
+    "The two-sided t-test's critical value (cached: `mdd`, `n_for` ask often)."
+    return t_quantile(alpha, df)
 
 # %% ../nbs/api/power.ipynb #00025161
 def mdd(
@@ -69,15 +202,13 @@ def mdd(
 ) -> float:
     """Minimum detectable difference (a float): the paired t-test finds it with prob.
     `power` at n queries."""
-    from scipy.optimize import brentq  # on use: see power_t
-
     n, sd = _queries(n), _positive(sd, "sd")
     _level(alpha, power)
     hi = sd
     while power_t(hi, n, sd, alpha) < power:
         hi *= 2
     gap = lambda d: power_t(d, n, sd, alpha) - power  # noqa: E731
-    return float(brentq(gap, 0.0, hi, xtol=1e-12 * sd, rtol=1e-12))
+    return float(_brent(gap, 0.0, hi, xtol=_EPS * sd))
 
 # %% ../nbs/api/power.ipynb #70a7015a
 def n_for(
@@ -188,10 +319,11 @@ def _sample(diffs, n: int, reps: int, seed) -> np.ndarray:
 
 def _rejects(x: np.ndarray, test: str, alpha, B, permutations, seed) -> np.ndarray:
     "Whether `test` rejects a mean of 0 on each row of x (one simulated eval set each)."
-    if test == "t":
-        from scipy.stats import ttest_1samp  # on use: see power_t
-
-        return ttest_1samp(x, 0.0, axis=1).pvalue < alpha
+    if test == "t":  # p < alpha exactly when |t| passes the critical value
+        n = x.shape[1]
+        with np.errstate(divide="ignore", invalid="ignore"):  # no spread: inf or NaN
+            t = x.mean(axis=1) / np.sqrt(x.var(axis=1, ddof=1) / n)
+        return np.abs(t) > _crit(alpha, n - 1)
     zero = np.zeros(x.shape[1])
     if test == "bootstrap":
         p = [paired_bootstrap(r, zero, B, alpha, (seed, i)).p for i, r in enumerate(x)]

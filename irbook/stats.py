@@ -3,6 +3,7 @@
 # %% ../nbs/api/stats.ipynb #7e12ec50
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,9 +20,10 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
 
 # %% auto #0
 __all__ = ['HOLDS_FROM', 'MIN_N', 'BOOTSTRAP_MIN_N', 'POPULATIONS', 'holm', 'resample_means', 'BootstrapCI', 'bootstrap_ci',
-           'bootstrap_table', 'PairedBootstrap', 'paired_bootstrap', 'randomization_test', 'level_note', 't_quantile',
-           't_p', 'Interval', 'small_n_note', 'floored_var', 'score_interval', 'mean_interval', 'metric_range',
-           'diff_interval', 'coverage', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx', 'four_tools', 'shuffled']
+           'bootstrap_table', 'PairedBootstrap', 'paired_bootstrap', 'randomization_test', 'level_note', 't_sf',
+           't_isf', 't_quantile', 't_p', 'Interval', 'small_n_note', 'floored_var', 'score_interval', 'mean_interval',
+           'metric_range', 'diff_interval', 'coverage', 'ranx_per_query', 'departs_from_ranx', 'vs_ranx', 'four_tools',
+           'shuffled']
 
 # %% ../nbs/api/stats.ipynb #3307a792
 def holm(
@@ -249,15 +251,183 @@ def level_note(
         )
     return None
 
+# %% ../nbs/api/stats.ipynb #7928d23b
+_EPS = 2.220446049250313e-16  # double precision's machine epsilon
+_TINY = 1e-300
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+# Stirling's series of ln Gamma(z) - ((z - 1/2) ln z - z + ln(2 pi) / 2):
+# B_2k / (2k (2k - 1) z^(2k - 1)), k = 1..8
+_STIRLING = (
+    1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156,
+    -3617 / 122400,
+)  # fmt: skip
+_BIG = 8.0  # from here the series above is exact to double precision (next term 8e-17)
+
+
+def _stirling(z: float) -> float:
+    "ln Gamma(z) less its Stirling approximation, z >= 8."
+    w, s = 1 / (z * z), 0.0
+    for c in reversed(_STIRLING):
+        s = s * w + c
+    return s / z
+
+
+def _lbeta(a: float, b: float) -> float:
+    "ln B(a, b) for a, b > 0, the large terms of ln Gamma cancelled by hand."
+    p, q = min(a, b), max(a, b)
+    s = p + q
+    if p >= _BIG:
+        corr = _stirling(p) + _stirling(q) - _stirling(s)
+        return (
+            -0.5 * math.log(q) + _HALF_LOG_2PI + corr
+            + (p - 0.5) * math.log(p / s) + q * math.log1p(-p / s)
+        )  # fmt: skip
+    if q >= _BIG:
+        corr = _stirling(q) - _stirling(s)
+        return (
+            math.lgamma(p) + corr + p - p * math.log(s) + (q - 0.5) * math.log1p(-p / s)
+        )
+    return math.lgamma(p) + math.lgamma(q) - math.lgamma(s)
+
+
+def _log_front(a: float, b: float, lx: float, ly: float) -> float:
+    "ln(x^a y^b / B(a, b)) from ln x and ln y."
+    if a >= _BIG and b >= _BIG:  # a ln x and ln B nearly cancel: take deviations
+        s = a + b
+        corr = _stirling(a) + _stirling(b) - _stirling(s)
+        lp = math.log1p(-b / s) if a > b else math.log(a / s)  # ln(a / s)
+        lq = math.log1p(-a / s) if b > a else math.log(b / s)  # ln(b / s)
+        return (
+            a * (lx - lp) + b * (ly - lq) + 0.5 * math.log(a * b / s)
+            - _HALF_LOG_2PI - corr
+        )  # fmt: skip
+    return a * lx + b * ly - _lbeta(a, b)
+
+
+def _bfrac(a: float, b: float, x: float, y: float, lam: float) -> float:
+    """I_x(a, b) / (x^a y^b / B(a, b)) by DiDonato and Morris' continued fraction
+    (TOMS 708, BFRAC); lam = a - (a + b) x >= 0, computed without cancellation."""
+    c, c0, c1, yp1 = 1.0 + lam, b / a, 1.0 + 1.0 / a, y + 1.0
+    p, s = 1.0, a + 1.0
+    an, bn, anp1, bnp1 = 0.0, 1.0, 1.0, c / c1
+    r = c1 / c
+    for n in range(1, 100_000):
+        t, w, e = n / a, n * (b - n) * x, a / s
+        alpha = (p * (p + c0) * e * e) * (w * x)
+        beta = n + w / s + (1.0 + t) / (c1 + t + t) * (c + n * yp1)
+        p, s = 1.0 + t, s + 2.0
+        an, anp1 = anp1, alpha * an + beta * anp1
+        bn, bnp1 = bnp1, alpha * bn + beta * bnp1
+        r0, r = r, anp1 / bnp1
+        if abs(r - r0) <= _EPS * r:
+            return r
+        an, bn, anp1, bnp1 = an / bnp1, bn / bnp1, r, 1.0  # rescaled
+    raise ArithmeticError(f"incomplete beta: no convergence at {a=}, {b=}, {x=}")
+
+
+def _ibeta(a, b, x, y, lx, ly) -> tuple:
+    """(I_x(a, b), 1 - I_x(a, b)), the regularized incomplete beta and its complement,
+    each to its own relative precision; y = 1 - x, lx = ln x, ly = ln y."""
+    if x <= 0:
+        return 0.0, 1.0
+    if y <= 0:
+        return 1.0, 0.0
+    lam = (a + b) * y - b if a > b else a - (a + b) * x
+    if lam >= 0:
+        w = math.exp(_log_front(a, b, lx, ly)) * _bfrac(a, b, x, y, lam)
+        return w, 1.0 - w
+    w = math.exp(_log_front(b, a, ly, lx)) * _bfrac(b, a, y, x, -lam)
+    return 1.0 - w, w
+
+
+def _split(t: float, df: float) -> tuple:
+    """u = t^2 / (df + t^2), v = 1 - u and their logs, for t > 0, without overflow or
+    cancellation."""
+    r = t * t / df
+    if r == math.inf:
+        lr = 2 * math.log(t) - math.log(df)
+        lu = -math.log1p(math.exp(-lr))
+        return 1.0, math.exp(lu - lr), lu, lu - lr
+    lu = math.log(r) - math.log1p(r) if r <= 1 else -math.log1p(1 / r)
+    return r / (1 + r), 1 / (1 + r), lu, -math.log1p(r)
+
 # %% ../nbs/api/stats.ipynb #cf9e844a
+def t_sf(
+    t: float,  # a t statistic
+    df: float,  # degrees of freedom (> 0; inf: the normal)
+) -> float:
+    "P(T > t) for Student's t with `df` degrees of freedom (a float; NaN: bad input)."
+    t, df = float(t), float(df)
+    if math.isnan(t) or math.isnan(df) or df <= 0:
+        return math.nan
+    if df == math.inf:
+        return 0.5 * math.erfc(t / math.sqrt(2))
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    if t == 0 or t * t / df == 0:  # below 1e-300: 1/2 to double precision
+        return 0.5
+    u, v, lu, lv = _split(abs(t), df)
+    tail = 0.5 * _ibeta(0.5 * df, 0.5, v, u, lv, lu)[0]  # I_{df/(df+t^2)}(df/2, 1/2)/2
+    return tail if t > 0 else 1.0 - tail
+
+
+def _t_lpdf(t: float, df: float) -> float:
+    "ln of Student's t density at t."
+    if df == math.inf:
+        return -0.5 * t * t - _HALF_LOG_2PI
+    lb = _lbeta(0.5 * df, 0.5)
+    return -0.5 * math.log(df) - lb - 0.5 * (df + 1) * math.log1p(t * t / df)
+
+
+def _t_isf(p: float, df: float) -> float:
+    "t > 0 with P(T > t) = p, for 0 < p < 1/2: Newton on ln t, kept in a bracket."
+    # a start: the normal quantile (Abramowitz and Stegun 26.2.23, to 5e-4) and
+    # Cornish-Fisher's first term; the bracket and Newton's steps do the rest
+    w = math.sqrt(-2 * math.log(p))
+    z = w - (2.515517 + 0.802853 * w + 0.010328 * w * w) / (
+        1 + 1.432788 * w + 0.189269 * w * w + 0.001308 * w**3
+    )
+    t = max(z + (z**3 + z) / (4 * df), 1e-3)
+    lo, hi, lp = 0.0, math.inf, math.log(p)
+    for _ in range(500):
+        q = t_sf(t, df)
+        if q == p:
+            return t
+        lo, hi = (t, hi) if q > p else (lo, t)
+        slope = -t * math.exp(_t_lpdf(t, df)) / q  # d ln q / d ln t
+        new = t * math.exp(-(math.log(q) - lp) / slope) if slope < 0 else math.nan
+        if not lo < new < hi:  # a step out of the bracket: halve it instead
+            if hi == math.inf:
+                new = 2 * t
+            else:
+                new = 0.5 * (lo + hi) if lo == 0 else math.sqrt(lo * hi)
+        if abs(new - t) <= 2 * _EPS * t or hi - lo <= 4 * _EPS * hi < math.inf:
+            return new
+        t = new
+    raise ArithmeticError(f"t quantile: no convergence at {p=}, {df=}")
+
+
+def t_isf(
+    p: float,  # an upper-tail probability
+    df: float,  # degrees of freedom (> 0; inf: the normal)
+) -> float:
+    "The t with P(T > t) = p (a float; NaN for bad input): Student's inverse survival."
+    p, df = float(p), float(df)
+    if math.isnan(p) or math.isnan(df) or df <= 0 or not 0 <= p <= 1:
+        return math.nan
+    if p in (0.0, 1.0):
+        return math.inf if p == 0 else -math.inf
+    if p == 0.5:
+        return 0.0
+    return _t_isf(p, df) if p < 0.5 else -_t_isf(1 - p, df)
+
+
 def t_quantile(
     alpha: float,  # level: the 1 - alpha/2 quantile
     df: float,  # degrees of freedom
 ) -> float:
-    "Student's t quantile t_{1 - alpha/2, df} (a float; scipy's, imported on use)."
-    from scipy.special import stdtrit  # scipy.special: lighter than scipy.stats
-
-    return float(stdtrit(df, 1 - alpha / 2))
+    "Student's t quantile t_{1 - alpha/2, df} (a float)."
+    return t_isf(1 - (1 - alpha / 2), df)  # the level rounded as 1 - alpha/2 is
 
 
 def t_p(
@@ -265,9 +435,7 @@ def t_p(
     df: float,  # its degrees of freedom
 ) -> float:
     "Two-sided p-value (a float) of a t statistic with `df` degrees of freedom."
-    from scipy.special import stdtr
-
-    return float(min(1.0, 2 * stdtr(df, -abs(t))))
+    return float(min(1.0, 2 * t_sf(abs(t), df)))
 
 # %% ../nbs/api/stats.ipynb #4e8f1832
 @dataclass(frozen=True)
@@ -480,6 +648,19 @@ def coverage(
         zero_width=float(np.mean(hi - lo <= 1e-12)),
     )
 
+# %% ../nbs/api/stats.ipynb #f289b417
+def _needs(module: str, extra: str):
+    "`module` imported, or an ImportError naming the extra that installs it."
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(
+            f"this needs {module}, which `pip install irbook` leaves out: "
+            f'pip install "irbook[{extra}]"'
+        ) from None
+
 # %% ../nbs/api/stats.ipynb #4005bb22
 def ranx_per_query(
     qrels,  # judgments: a dict or ranx Qrels
@@ -489,7 +670,7 @@ def ranx_per_query(
 ) -> dict:
     """ranx's per-query scores as a dict `{metric: array}` (dicts become ranx objects
     first)."""
-    import ranx  # imported on use: ranx's numba start-up is slow
+    ranx = _needs("ranx", "ranx")  # on use: ranx's numba start-up is slow
 
     Q = qrels if isinstance(qrels, ranx.Qrels) else ranx.Qrels(qrels)
     R = run if isinstance(run, ranx.Run) else ranx.Run(run)
@@ -569,12 +750,12 @@ def four_tools(
     dict {tool: mean}."""
     import warnings
 
-    import ranx
+    ranx = _needs("ranx", "ranx")
 
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore")
-        import pytrec_eval
+        pytrec_eval = _needs("pytrec_eval", "lessons")
 
         te = pytrec_eval.RelevanceEvaluator(qrels, {trec}, **kw).evaluate(run)
         key = trec.replace(".", "_")
@@ -587,7 +768,7 @@ def four_tools(
             "trec_eval": float(np.mean([v[key] for v in te.values()])),
         }
         if irm is not None:
-            import ir_measures
+            ir_measures = _needs("ir_measures", "lessons")
 
             out["ir_measures"] = ir_measures.calc_aggregate([irm], qrels, run)[irm]
     return out

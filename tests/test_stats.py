@@ -6,6 +6,8 @@ approximation for large samples, scipy's paired t-test, and coverage on syntheti
 with a known mean.
 """
 
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -26,6 +28,10 @@ from irbook.stats import (
     holm,
     paired_bootstrap,
     resample_means,
+    t_isf,
+    t_p,
+    t_quantile,
+    t_sf,
 )
 
 
@@ -378,3 +384,68 @@ def test_each_test_holds_its_level_or_says_it_cannot(n):
             assert rate <= 0.01, (n, rate)  # only by Monte Carlo noise, if ever
     assert level_note("t", n) is None  # the t-test holds it at every size here
     assert (level_note("bootstrap", n) is None) == (n >= 50)
+
+
+# --- Student's t computed here (no scipy at run time), checked against scipy and mpmath
+
+T_DFS = [1, 1.5, 2, 2.5, 3, 4, 5, 7, 10, 15, 20, 29, 30, 50, 99, 100, 200, 500, 1000,
+         5000, 1e4, 1e5, 1e6, 1e8, math.inf]  # fmt: skip
+T_PS = [1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-3, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+        0.2, 0.3, 0.4, 0.45]  # fmt: skip
+T_TS = [0.01, 0.1, 0.5, 1, 1.5, 1.96, 2, 2.5, 3, 4, 5, 7, 10, 20, 50]
+
+
+def test_t_quantile_and_tail_equal_scipys():
+    from scipy.special import stdtr, stdtrit
+
+    worst_q = worst_p = 0.0
+    for df in T_DFS:
+        for p in T_PS:
+            ref = -stdtrit(df, p)  # the upper quantile, from the small side
+            worst_q = max(worst_q, abs(t_isf(p, df) / ref - 1))
+            q = 1 - p / 2 if p >= 1e-4 else None  # as the intervals call it
+            if q is not None:
+                assert abs(t_quantile(p, df) / stdtrit(df, 1 - p / 2) - 1) < 1e-13
+        for t in T_TS:
+            ref = stdtr(df, -t)
+            ours = t_sf(t, df)
+            worst_p = max(worst_p, abs(ours / ref - 1) if ref else ours)
+            assert t_p(t, df) == min(1.0, 2 * t_sf(t, df))
+    assert worst_q < 1e-13 and worst_p < 1e-13, (worst_q, worst_p)
+
+
+def test_t_where_scipy_is_off_mpmath_decides():
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+
+    def sf(t, df):
+        t, df = mp.mpf(t), mp.mpf(df)
+        return (
+            mp.betainc(df / 2, mp.mpf(1) / 2, 0, df / (df + t * t), regularized=True)
+            / 2
+        )
+
+    from scipy.special import stdtrit
+
+    for p, df in [(0.4999999, 4), (0.4999, 4)]:
+        ours, theirs = t_isf(p, df), -stdtrit(df, p)
+        assert abs(ours / theirs - 1) > 1e-11  # the two disagree here ...
+        # ... and ours has the tail asked for, to 1e-15; scipy's 100 times less so
+        assert abs(sf(ours, df) / p - 1) < 1e-15 < abs(sf(theirs, df) / p - 1) / 100
+
+
+def test_t_edges():
+    assert t_sf(0, 5) == 0.5 and t_sf(math.inf, 5) == 0.0 and t_sf(-math.inf, 5) == 1.0
+    assert t_isf(0.5, 3) == 0.0 and t_isf(0, 3) == math.inf and t_isf(1, 3) == -math.inf
+    assert t_isf(0.75, 10) == -t_isf(0.25, 10)
+    assert abs(t_sf(-2.0, 7) - (1 - t_sf(2.0, 7))) < 1e-15
+    for bad in [(1.0, 0), (1.0, -2), (math.nan, 3), (1.0, math.nan)]:
+        assert math.isnan(t_sf(*bad))
+    for bad in [(1.5, 3), (-0.1, 3), (0.05, 0), (math.nan, 3)]:
+        assert math.isnan(t_isf(*bad))
+    assert t_quantile(1.0, 9) == 0.0 and t_p(0.0, 9) == 1.0
+    # Cauchy (1 df) and the normal (inf df) in closed form
+    assert abs(t_isf(0.1, 1) - math.tan(math.pi * 0.4)) < 1e-14 * math.tan(
+        math.pi * 0.4
+    )
+    assert abs(t_sf(1.959963984540054, math.inf) - 0.025) < 1e-16
