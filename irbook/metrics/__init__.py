@@ -31,3 +31,4 @@ from .rank import *  # noqa: F403
 from .ranx_compat import numba_argsort, ranx_order  # noqa: F401
 from .registry import *  # noqa: F403
 from .sets import *  # noqa: F403
+from .trec import *  # noqa: F403
