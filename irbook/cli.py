@@ -14,8 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 import irbook
-from .compare import FORMATS, TESTS, Comparison
+from .compare import FORMATS, TESTS, Comparison, Report, render
 from irbook.metrics import (
     CONVENTIONS,
     Columns,
@@ -27,7 +29,12 @@ from irbook.metrics import (
     read_run,
     run_tag,
 )
-from .metrics.registry import AGGREGATES, LabelError
+from irbook.metrics.registry import (
+    AGGREGATES,
+    LabelError,
+    from_ir_measures,
+    from_trec_eval,
+)
 from .metrics.stream import MEMORY, evaluate_file
 from .power import SIM_TESTS
 
@@ -39,9 +46,9 @@ if TYPE_CHECKING:  # annotations only: pandas is imported where it is used
     import pandas as pd
 
 # %% auto #0
-__all__ = ['DEFAULT_METRICS', 'run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'cut_arg', 'k_arg',
-           'parser', 'span_runs', 'unjudged_report', 'render_report', 'tagged', 'eval_job', 'run_eval', 'with_power',
-           'plan_arguments', 'run_plan', 'stdin_files', 'measures_table', 'main', 'command', 'judge_labels']
+__all__ = ['DEFAULT_METRICS', 'OFFICIAL', 'run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'cut_arg',
+           'level_arg', 'k_arg', 'parser', 'tagged', 'eval_job', 'run_eval', 'plan_arguments', 'run_plan',
+           'stdin_files', 'measures_table', 'parse', 'main', 'command', 'judge_labels']
 
 # %% ../nbs/api/cli.ipynb #fad3f2ab
 def run_name(
@@ -127,6 +134,97 @@ def _bar(paths: list, progress: bool | None):
     return tqdm(paths, desc="evaluating", unit="run", file=sys.stderr)
 
 
+def _top(run: Columns, n: int, convention: str) -> Columns:
+    """`run` cut to each query's top `n` documents (trec_eval's -M): by score, ties by
+    doc id descending, as trec_eval orders them; the rows keep their file order."""
+    q, order = run.qcode, np.argsort(run.qcode, kind="stable")
+    dtype = np.float32 if convention == "pytrec_eval" else np.float64
+    ids = np.unique(run.doc_ids().astype(str), return_inverse=True)[1].ravel()
+    ranked = np.lexsort((-ids, -run.values.astype(dtype), q))  # query, score, doc id
+    starts = np.searchsorted(q[order], q[ranked])  # first row of each row's query
+    keep = np.sort(ranked[np.arange(len(q)) - starts < n])
+    return Columns(run.kind, q[keep], run.qids, run.dcode[keep], run.docs, run.values[keep])
+
+
+def _whole(j: argparse.Namespace, got: dict, p) -> tuple:
+    """(qrels, run) for a run read whole: ranx's .lz4/.json as dicts, the rest as
+    `Columns`; each query's top `j.max_ret` only (-M) if given."""
+    if Path(p).suffix not in (".lz4", ".json"):
+        run = read_columns(p, "run")
+        return got["qrels"], _top(run, j.max_ret, j.convention) if j.max_ret else run
+    if "dict" not in got:  # ranx's formats: the qrels as a dict too, made once
+        got["dict"] = got["qrels"].to_dict()
+    run = read_run(p)
+    if j.max_ret:
+        run = _top(Columns.from_dict(run, "run"), j.max_ret, j.convention).to_dict()
+    return got["dict"], run
+
+
+def _score(j: argparse.Namespace, got: dict, p) -> object:
+    """One run file's scores (`j.report` 'scores'): per query, or its means; each
+    metric under the name it was given (-l scores it at that relevance level)."""
+    kw = dict(per_query=not j.means_only, make_comparable=j.make_comparable)
+    kw.update(convention=j.convention)
+    names = list(j.names)
+    if j.engine == "dask":  # partitions scored by dask workers (appendix 08)
+        from irbook.metrics.distributed import evaluate_distributed
+
+        if Path(p).suffix in (".lz4", ".json"):
+            raise ValueError("--engine dask reads TREC or parquet runs")
+        for given, option in ((j.judged_only, "-J/--judged-only"), (j.max_ret, "-M")):
+            if given:
+                raise ValueError(f"{option} is not available with --engine dask")
+        kw.update(scheduler=j.scheduler)
+        out = evaluate_distributed(got["qrels"], p, names, **kw)
+    elif j.memory and Path(p).suffix not in (".parquet", ".lz4", ".json") and not (
+        j.judged_only or j.max_ret
+    ):  # a TREC run in batches of whole queries
+        out = evaluate_file(got["qrels"], p, names, memory=int(j.memory * 2**20), **kw)
+    else:  # parquet, ranx's formats, -J, -M, or no memory limit: the whole run
+        out = evaluate(*_whole(j, got, p), names, judged_only=j.judged_only, **kw)
+    if isinstance(out, dict):
+        return {j.names.get(m, m): v for m, v in out.items()}
+    return out.rename(columns=j.names)
+
+
+def _bounds(j: argparse.Namespace, got: dict, p):
+    "One run's `bounds` of its metrics (`--bounds`) or its `holes` (`--holes K`)."
+    from irbook.unjudged import bounds, holes
+
+    kw = dict(convention=j.convention, make_comparable=j.make_comparable)
+    if j.report == "holes":
+        return holes(*_whole(j, got, p), j.holes, **kw)
+    return bounds(*_whole(j, got, p), list(j.names), per_query=j.per_query, **kw)
+
+
+def _spans(j: argparse.Namespace, got: dict, p):
+    "One run's span metrics against the span judgments (`--chunks`)."
+    from irbook.spans import span_evaluate
+
+    return span_evaluate(got["qrels"], read_run(p), got["layout"], j.metrics, j.budget)
+
+
+def _judged_run(j: argparse.Namespace, got: dict, p) -> dict:
+    "One run read for `--judge` (as a dict): `judged_eval` scores the runs together."
+    run = _whole(j, got, p)[1]
+    return run if isinstance(run, dict) else run.to_dict()
+
+
+_SCORERS = dict(
+    scores=_score, bounds=_bounds, holes=_bounds, spans=_spans, judge=_judged_run
+)  # the report kind picks what is done to each run
+
+
+def _each_result(j: argparse.Namespace, got: dict) -> dict:
+    """`{run name: result}`: the one loop over the run files, each scored as its report
+    kind `j.report` asks (`_SCORERS`), its errors naming it."""
+    score, out = _SCORERS[j.report], {}
+    for name, p in _bar(_each_run(j.runs), j.progress):
+        with reading(p):
+            out[name] = score(j, got, p)
+    return out
+
+
 def score_runs(
     qrels: Columns | dict,  # the qrels, as `Columns` or {q: {doc: label}}
     paths: list,  # run files (TREC, parquet, ranx .lz4/.json)
@@ -141,36 +239,14 @@ def score_runs(
     memory: int = MEMORY,  # bytes a batch of a TREC run may use; 0: read it whole
 ) -> dict:
     """`{run name: per-query DataFrame}` for every run file (`{run name: {metric:
-    mean}}` if not `per_query`)."""
+    mean}}` if not `per_query`): the command's own loop (`_each_result`)."""
     qc = qrels if isinstance(qrels, Columns) else Columns.from_dict(qrels, "qrels")
-    qd, out = None, {}
-    kw = dict(per_query=per_query, make_comparable=make_comparable)
-    kw.update(convention=convention)
-    for name, p in _bar(_each_run(paths), progress):
-        with reading(p):
-            if engine == "dask":  # partitions scored by dask workers (appendix 08)
-                from irbook.metrics.distributed import evaluate_distributed
-
-                if Path(p).suffix in (".lz4", ".json"):
-                    raise ValueError("--engine dask reads TREC or parquet runs")
-                if judged_only:
-                    raise ValueError(
-                        "-J/--judged-only is not available with --engine dask"
-                    )
-                out[name] = evaluate_distributed(
-                    qc, p, metrics, scheduler=scheduler, **kw
-                )
-                continue
-            if Path(p).suffix in (".lz4", ".json"):  # ranx's formats: read as dicts
-                qd = qd or qc.to_dict()
-                run = read_run(p)
-                out[name] = evaluate(qd, run, metrics, judged_only=judged_only, **kw)
-            elif memory and Path(p).suffix != ".parquet" and not judged_only:  # batches
-                out[name] = evaluate_file(qc, p, metrics, memory=memory, **kw)
-            else:  # parquet, -J, or TREC text with no memory limit: the whole run
-                run = read_columns(p, "run")
-                out[name] = evaluate(qc, run, metrics, judged_only=judged_only, **kw)
-    return out
+    j = argparse.Namespace(report="scores", runs=paths, convention=convention)
+    kw = dict(make_comparable=make_comparable, progress=progress, engine=engine)
+    kw.update(judged_only=judged_only, scheduler=scheduler, memory=memory / 2**20)
+    vars(j).update(kw, means_only=not per_query, max_ret=None)
+    j.names = {m: m for m in metrics}  # scored as given, shown as given
+    return _each_result(j, dict(qrels=qc))
 
 # %% ../nbs/api/cli.ipynb #1cef5fc3
 class _Parser(argparse.ArgumentParser):
@@ -209,10 +285,21 @@ def cut_arg(
     return c
 
 
+def level_arg(
+    text: str,  # the option's value as typed
+) -> int:
+    "The value of `-l` as a non-negative int relevance level (argparse's error otherwise)."
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(
+            f"must be a non-negative integer, got {text!r}"
+        )
+    return int(text)
+
+
 def k_arg(
     text: str,  # the option's value as typed
 ) -> int:
-    "The value of `--holes` as a positive int depth (argparse's error otherwise)."
+    "The value of `--holes` or `-M` as a positive int (argparse's error otherwise)."
     if not (text.isascii() and text.isdigit() and int(text) > 0):
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return int(text)
@@ -240,12 +327,14 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "-m",
         "--metrics",
+        "--measure",  # trec_eval's long name
         nargs="+",
         action="extend",  # -m map -m P.10: both, as trec_eval adds them up
         help="metric names, repeatable: ranx's (ndcg@10 map@100 precision@5-l2), "
         "trec_eval's (P_10 P.5,10 ndcg_cut.10 recip_rank), ir_measures' (nDCG@10 "
         "P(rel=2)@5 RBP(p=0.8)), 'official' or 'all_trec' for trec_eval's sets "
-        f"(default: {' '.join(DEFAULT_METRICS)}; spans: span_recall@10 "
+        f"(default: {' '.join(DEFAULT_METRICS)}, or trec_eval's 'official' with "
+        "--convention trec_eval --format trec; spans: span_recall@10 "
         "span_precision@10); `irbook measures` lists them",
     )
     e.add_argument(
@@ -257,14 +346,42 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "-c",
         "--make-comparable",
+        "--complete_rel_info_wanted",  # trec_eval's long name
         action="store_true",
         help="score queries missing from a run as 0; drop run queries without qrels",
     )
     e.add_argument(
         "-q",
         "--per-query",
+        "--query_eval_wanted",  # trec_eval's long name
         action="store_true",
         help="one row per query (one run only)",
+    )
+    e.add_argument(
+        "-l",
+        "--level-for-rel",
+        "--level_for_rel",  # trec_eval's long name
+        dest="level",
+        type=level_arg,
+        metavar="N",
+        help="a label of N or more is relevant, in every measure that has no level of "
+        "its own (trec_eval's -l; default: 1)",
+    )
+    e.add_argument(
+        "-M",
+        "--max-retrieved",
+        "--Max_retrieved_per_topic",  # trec_eval's long name
+        dest="max_ret",
+        type=k_arg,
+        metavar="N",
+        help="score each query's top N documents only, by score then doc id "
+        "(trec_eval's -M)",
+    )
+    e.add_argument(
+        "-n",
+        "--nosummary",
+        action="store_true",
+        help="no summary lines: with -q, the per-query ones only (trec_eval's -n)",
     )
     e.add_argument(
         "--format",
@@ -316,6 +433,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument(
         "-J",
         "--judged-only",
+        "--Judged_docs_only",  # trec_eval's long name
         action="store_true",
         help="score only judged documents, unjudged ones removed (trec_eval's -J)",
     )
@@ -364,83 +482,6 @@ def parser() -> argparse.ArgumentParser:
     plan_arguments(sub.add_parser("plan", help="how many questions, from pilot runs"))
     sub.add_parser("measures", help="every measure, its three names and its meaning")
     return p
-
-# %% ../nbs/api/cli.ipynb #7fb27b941602401d91542211134fc71a
-def span_runs(
-    a: argparse.Namespace,  # `irbook eval`'s arguments, with --chunks
-) -> dict:
-    """`{run name: per-query span metrics}` (a dict of DataFrames): `irbook eval SPANS
-    RUN --chunks LAYOUT`."""
-    from irbook.spans import read_layout, read_spans, read_texts, span_evaluate
-
-    metrics = a.metrics or ["span_recall@10", "span_precision@10"]
-    if a.per_query and len(a.runs) > 1:
-        raise ValueError("-q/--per-query takes one run")
-    runs = _each_run(a.runs)
-    with reading(a.chunks):
-        layout = read_layout(a.chunks)
-    texts = None
-    if a.texts is not None:
-        with reading(a.texts):
-            texts = read_texts(a.texts)
-    with reading(a.qrels):
-        judged = read_spans(a.qrels, texts)
-    out = {}
-    for name, p in runs:
-        with reading(p):
-            out[name] = span_evaluate(judged, read_run(p), layout, metrics, a.budget)
-    return out
-
-# %% ../nbs/api/cli.ipynb #a1b2c3d4
-def unjudged_report(
-    qrels: Columns,  # the qrels
-    paths: list,  # run files
-    metrics: list,  # metric names (their bounds)
-    holes_k: int | None = None,  # the holes of the top `holes_k` instead; None: bounds
-    convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
-    make_comparable: bool = False,  # score every qrels query (one the run lacks: 0)
-    per_query: bool = False,  # each query's bounds; False: the means'
-) -> pd.DataFrame:
-    """Each run's `bounds` of `metrics` (or its `holes` of the top `holes_k`): a
-    DataFrame, one row per run (or per run and query)."""
-    import pandas as pd  # on use: a command line that does not need it stays fast
-
-    from irbook.unjudged import bounds, holes
-
-    qd, out = None, {}
-    kw = dict(convention=convention, make_comparable=make_comparable)
-    for name, p in _each_run(paths):
-        with reading(p):
-            if Path(p).suffix in (".lz4", ".json"):  # as score_runs reads them
-                qd = qd or qrels.to_dict()
-                q, run = qd, read_run(p)
-            else:
-                q, run = qrels, read_columns(p, "run")
-            out[name] = (
-                holes(q, run, holes_k, **kw)
-                if holes_k
-                else bounds(q, run, metrics, per_query=per_query, **kw)
-            )
-    t = pd.concat(out, names=["run"])
-    if t.columns.nlevels > 1:  # per-query bounds: "P_10 lower", "P_10 upper", ...
-        t.columns = [" ".join(c) for c in t.columns]
-    if "to_judge" in t:
-        t["to_judge"] = t.to_judge.map(" ".join)
-    return t.reset_index()
-
-
-def render_report(
-    t: pd.DataFrame,  # an `unjudged_report` table
-    fmt: str = "table",  # 'table', 'md', 'latex', 'csv' or 'json'
-) -> str:
-    "An `unjudged_report` table as text (a str): a table, Markdown, LaTeX, CSV or JSON."
-    if fmt == "trec":
-        raise ValueError("--bounds and --holes print tables: --format trec has none")
-    from irbook.compare import table_as
-
-    if (text := table_as(t, fmt)) is not None:
-        return text
-    return t.to_string(index=False, float_format=lambda x: f"{x:.4f}")
 
 # %% ../nbs/api/cli.ipynb #cd6e6ea0
 _MAX_MB = 2**43 - 1  # --memory: its bytes fit in a signed 64-bit integer
@@ -491,6 +532,7 @@ def _not_with_judge(a: argparse.Namespace) -> str | None:
          f"whole, in memory; --memory {why}"),
         (a.ranks, "--ranks: the ranks come from human-only simultaneous intervals; "
          f"--ranks {why}"),
+        (a.nosummary, f"-n/--nosummary goes with trec_eval's layout, which {why}"),
     ]  # fmt: skip
     return next((text for given, text in refused if given), None)
 
@@ -530,14 +572,29 @@ def eval_job(
         )
     if [a.qrels, *a.runs, a.judge].count("-") > 1:
         raise ValueError("standard input (-) can be read once: give it as one file")
+    if a.nosummary and not (a.per_query or a.format == "trec"):
+        raise ValueError(
+            "-n/--nosummary leaves the per-query rows only: give -q, or --format trec"
+        )
+    j.summary, j.progress = not a.nosummary, None
+    j.means_only = _means_only(j)
     if a.chunks is not None:  # QRELS holds span judgments (chapter 12's JSON Lines)
         j.report = "spans"
+        if a.level is not None or a.max_ret is not None:
+            raise ValueError("-l and -M apply to qrels, not to span judgments")
+        j.metrics = a.metrics or ["span_recall@10", "span_precision@10"]
+        if a.per_query and len(a.runs) > 1:
+            raise ValueError("-q/--per-query takes one run")
         return j
     j.report = "holes" if a.holes else "bounds" if a.bounds else "scores"
     if a.judge is not None:  # judge-assisted: PPI intervals (irbook.ppi.judged_eval)
         j.report = "judge"
-    j.metrics = expand_metrics(a.metrics or DEFAULT_METRICS)
-    for m in j.metrics:
+    trec_eval = a.convention == "trec_eval" and a.format == "trec"
+    given = a.metrics or (OFFICIAL if trec_eval else DEFAULT_METRICS)
+    j.runid = bool({"official", "all_trec", "runid"} & set(given))  # as trec_eval
+    j.metrics = expand_metrics([m for m in given if m != "runid"])
+    j.names = {_at_level(m, a.level): m for m in j.metrics}  # scored as: shown as
+    for m in j.names:
         parse_metric(m)
     if a.per_query and len(a.runs) > 1:
         raise ValueError("-q/--per-query takes one run")
@@ -553,22 +610,53 @@ def eval_job(
     if j.report != "scores":  # reports on the unjudged documents, not scores
         if a.bounds and a.holes or a.judged_only:
             raise ValueError("use one of --bounds, --holes and -J/--judged-only")
-        if a.format == "trec":  # as render_report says
-            render_report(None, "trec")
+        if a.format == "trec":  # as `render` says of a report with no such layout
+            render(Report(what="--bounds and --holes"), "trec")
     elif a.scheduler and a.engine != "dask":
         raise ValueError("--scheduler goes with --engine dask")
     return j
 
+
+OFFICIAL = ["official"]  # trec_eval's default set, under its convention and layout
+
+
+def _at_level(
+    metric: str,  # a metric name, in any dialect
+    level: int | None,  # -l: the relevance level; None: each metric's own
+) -> str:
+    "The name `metric` is scored under: at relevance level `level` unless it has one."
+    if level is None:
+        return metric
+    name = from_trec_eval(metric) or from_ir_measures(metric) or metric
+    return name if "-l" in name else f"{name}-l{level}"
+
+
+def _means_only(j: argparse.Namespace) -> bool:
+    "True if the output needs each run's means only (one run, JSON or a text table)."
+    if j.chunks is not None or j.holes or j.bounds or j.judge is not None:
+        return False
+    if len(j.runs) > 1 or j.per_query or j.level is not None:
+        return False
+    return j.format == "json" or (j.format == "table" and j.engine == "local")
+
 # %% ../nbs/api/cli.ipynb #c0ffee02
-def _scores(j: argparse.Namespace, per_query: bool = True) -> dict:
-    "Every run's scores (per query, or means): spans, or qrels and runs read once."
-    if j.report == "spans":
-        return span_runs(j)
-    with reading(j.qrels):
-        qrels = read_columns(j.qrels, "qrels")
-    kw = dict(judged_only=j.judged_only, engine=j.engine, scheduler=j.scheduler)
-    kw.update(memory=j.memory * 2**20, per_query=per_query)
-    return score_runs(qrels, j.runs, j.metrics, j.convention, j.make_comparable, **kw)
+def _inputs(j: argparse.Namespace) -> dict:
+    """What every run is scored against, each file read once: the qrels (or span
+    judgments and their layout), a judge's labels."""
+    if j.report == "spans":  # chapter 12's JSON Lines: the texts, then the spans
+        from irbook.spans import read_layout, read_spans, read_texts
+
+        todo = [("layout", j.chunks, read_layout), ("texts", j.texts, read_texts)]
+        todo.append(("qrels", j.qrels, lambda p: read_spans(p, got.get("texts"))))
+    else:
+        todo = [("qrels", j.qrels, lambda p: read_columns(p, "qrels"))]
+        todo.append(("judge", j.judge, lambda p: judge_labels(p)))  # defined below
+    got = {}
+    for key, path, read in todo:
+        if path is not None:
+            with reading(path):
+                got[key] = read(path)
+    return got
 
 
 def _means_text(name: str, means: dict) -> str:
@@ -593,42 +681,34 @@ def _trec_eval_total(metric: str, values) -> float:
     return math.exp(total / len(values)) if kind == "gmean" else total / len(values)
 
 
-def _trec_text(table, per_query: bool = False) -> str:
-    "trec_eval's layout of a per-query table, its 'all' lines summed as trec_eval does."
+def _in_trec_eval_order(metrics: list) -> list:
+    "`metrics` in the order trec_eval 10 prints its measures (a family's as given)."
+    from irbook.compare import trec_name
+
+    def family(m):  # P_5 -> P, iprec_at_recall_0.10 -> iprec_at_recall
+        return re.sub(r"_[0-9.]+$", "", trec_name(m))
+
+    rank = {}
+    for m in expand_metrics(["all_trec"]):  # trec_eval's own order
+        rank.setdefault(family(m), len(rank))
+    return sorted(metrics, key=lambda m: rank.get(family(m), len(rank)))
+
+
+def _trec_text(table, per_query: bool = False, runid: bool = True) -> list:
+    """trec_eval's lines for a per-query table, as trec_eval 10 prints them: its
+    measures' order, the asked-for lines only, its 'all' lines summed as it sums them."""
     from irbook.compare import trec_lines  # the layout's one home
 
     order = sorted(table.index, key=lambda q: str(q).encode())  # strcmp: its order
     lines = []
     for run in dict.fromkeys(table.columns.get_level_values(0)):
         x = table[run].loc[order]
-        totals = {m: _trec_eval_total(m, x[m].tolist()) for m in x.columns}
-        lines += trec_lines(run, totals, len(table), table[run] if per_query else None)
-    return "\n".join(lines)
-
-
-def _render(j: argparse.Namespace, scores: dict) -> str:
-    "The output of `irbook eval`: its runs' scores compared and rendered, once."
-    from irbook.compare import compare, per_query_table, render
-
-    first = next(iter(scores.values()))
-    if isinstance(first, dict):  # one run's means (`_means_only`): no table needed
-        if j.format == "json":
-            return render(scores, "json")
-        return _means_text(*next(iter(scores.items())))
-    table, baseline = per_query_table(None, scores), j.baseline
-    trec = j.format == "trec" and j.report == "scores"
-    if trec:  # trec_eval's runid line: the run's tag, not its file name
-        table, baseline = tagged(table, j.runs, baseline)
-    if trec and j.convention == "trec_eval" and j.per_query:
-        return _trec_text(table, per_query=True)
-    if j.per_query:
-        return render(table, j.format, per_query=True)
-    c = compare(table, baseline, j.test, j.alpha)
-    if trec and j.convention == "trec_eval":
-        with_power(c, "trec")  # its note on stderr, if any
-        return _trec_text(table)
-    text = with_power(c, j.format, j.power)
-    return text + _ranks_text(table, j.alpha) if j.ranks else text
+        x = x[_in_trec_eval_order(list(x.columns))]
+        sums = [m for m in x.columns if x[m].dtype != object]  # relstring: -q only
+        totals = {m: _trec_eval_total(m, x[m].tolist()) for m in sums}
+        kw = dict(per_query=x if per_query else None, runid=runid)
+        lines += trec_lines(run, totals, **kw)
+    return lines
 
 
 def _ranks_text(table, alpha: float) -> str:
@@ -642,33 +722,74 @@ def _ranks_text(table, alpha: float) -> str:
     return "".join(out)
 
 
-def _judged(j: argparse.Namespace) -> str:
-    "`--judge`: each mean and difference with PPI++ intervals beside the human ones."
+def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
+    "The `Report` of runs' scores (or span scores): per query, compared, or means."
+    from irbook.compare import compare, per_query_table, report
+
+    if j.means_only:  # one run's means: no table, no pandas
+        name, means = next(iter(results.items()))
+        return Report(data=means, text=_means_text(name, means), trec=[])
+    table, baseline = per_query_table(None, results), j.baseline
+    trec = j.format == "trec" and j.report == "scores"
+    if trec:  # trec_eval's runid line: the run's tag, not its file name
+        table, baseline = tagged(table, j.runs, baseline)
+    if j.per_query:
+        r = report(table, per_query=True)
+    else:
+        c = compare(table, baseline, j.test, j.alpha)
+        r = report(c)
+        r.notes += [f"note: {c.note}"] if c.note else []
+        if j.power is not None:
+            r = _with_power(c, j.power, r.notes)
+        if j.ranks:
+            r.extra.append(_ranks_text(table, j.alpha))
+    if trec and j.convention == "trec_eval":  # its sums, in its order
+        r.trec = _trec_text(table, per_query=j.per_query, runid=j.runid)
+    if trec and j.convention != "trec_eval":  # say whose numbers these are
+        r.notes.append(
+            f"trec_eval's layout with {j.convention}'s numbers: add --convention "
+            "trec_eval for trec_eval's"
+        )
+    if not j.summary:  # -n: no summary lines, the per-query ones only
+        r.trec = [line for line in r.trec if line.split("\t")[1:2] != ["all"]]
+    return r
+
+
+def _unjudged_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
+    "The `Report` of `--bounds` or `--holes`: one row per run (or per run and query)."
+    import pandas as pd  # on use: a command line that does not need it stays fast
+
+    t = pd.concat(results, names=["run"])
+    if t.columns.nlevels > 1:  # per-query bounds: "P_10 lower", "P_10 upper", ...
+        t.columns = [" ".join(c) for c in t.columns]
+    if "to_judge" in t:
+        t["to_judge"] = t.to_judge.map(" ".join)
+    return Report(t.reset_index(), what="--bounds and --holes")
+
+
+def _judge_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
+    "The `Report` of `--judge`: each mean and difference with PPI++ intervals."
     from irbook.ppi import judged_eval, judged_report
 
-    with reading(j.qrels):
-        qrels = read_columns(j.qrels, "qrels")
-    with reading(j.judge):
-        judge = judge_labels(j.judge)
-    runs = {}
-    for name, p in _each_run(j.runs):
-        with reading(p):
-            runs[name] = read_run(p)
+    if "dict" not in got:
+        got["dict"] = got["qrels"].to_dict()
     kw = dict(convention=j.convention, make_comparable=j.make_comparable)
     kw.update(baseline=j.baseline, judge_cut=j.judge_cut)
-    t = judged_eval(qrels.to_dict(), judge, runs, j.metrics, j.alpha, **kw)
-    text = judged_report(t, j.format)
+    names = list(j.names)
+    t = judged_eval(got["dict"], got["judge"], results, names, j.alpha, **kw)
+    text = judged_report(t, "table") if j.format == "table" else None
     note = t.attrs.get("note")
-    if note and note not in text:  # csv, json...: the warning on stderr, as compare's
-        print(f"irbook eval: note: {note}", file=sys.stderr)
-    return text
+    notes = [f"note: {note}"] if note and note not in (text or "") else []
+    return Report(t, text=text, notes=notes, what="judge-assisted results")
 
 
-def _means_only(j: argparse.Namespace) -> bool:
-    "True if the output needs each run's means only (one run, JSON or a text table)."
-    if j.report != "scores" or len(j.runs) > 1 or j.per_query:
-        return False
-    return j.format == "json" or (j.format == "table" and j.engine == "local")
+_REPORTS = dict(
+    scores=_scores_report,
+    spans=_scores_report,
+    bounds=_unjudged_report,
+    holes=_unjudged_report,
+    judge=_judge_report,
+)  # the report kind picks the report made of the results
 
 
 @contextmanager
@@ -688,51 +809,32 @@ def _labels_of(qrels) -> Iterator[None]:
 def run_eval(
     a: argparse.Namespace,  # `irbook eval`'s parsed arguments (left unchanged)
 ) -> str:
-    "The output text (a str) of `irbook eval` for parsed arguments `a`."
+    """The output text (a str) of `irbook eval` for parsed arguments `a`: arguments
+    checked, inputs read once, one loop over the runs, one report, one `render`."""
     j = eval_job(a)  # every argument checked before any file is read
     with stdin_files(j) as j, _labels_of(j.qrels):  # `-` and pipes: read once
-        if j.report == "judge":
-            return _judged(j)
-        if j.report in ("bounds", "holes"):  # reports on the unjudged documents
-            with reading(j.qrels):
-                qrels = read_columns(j.qrels, "qrels")
-            kw = dict(per_query=j.per_query, convention=j.convention)
-            t = unjudged_report(qrels, j.runs, j.metrics, j.holes, **kw)
-            return render_report(t, j.format)
-        text = _render(j, _scores(j, per_query=not _means_only(j)))
-    if j.format == "trec" and j.report == "scores" and j.convention != "trec_eval":
-        print(  # say whose numbers these are
-            f"irbook eval: trec_eval's layout with {j.convention}'s numbers: "
-            "add --convention trec_eval for trec_eval's",
-            file=sys.stderr,
-        )
+        got = _inputs(j)
+        r = _REPORTS[j.report](j, _each_result(j, got), got)
+        text = render(r, j.format)
+    for note in r.notes:  # the warnings, once, on stderr
+        print(f"irbook eval: {note}", file=sys.stderr)
     return text
 
 # %% ../nbs/api/cli.ipynb #58060792
-def with_power(
+def _with_power(
     c: Comparison,  # `compare`'s result
-    fmt: str = "table",  # 'table', 'md', 'latex', 'csv' or 'json'
-    power: float | None = None,  # the power the MDD is for (0.8); None: no columns
-) -> str:
-    """`render(c, fmt)` (a str), with each comparison's MDD and questions needed
-    (`--power`)."""
+    power: float,  # the power the MDD is for (0.8)
+    notes: list,  # the report's notes, kept
+) -> Report:
+    """`c`'s `Report` with each comparison's MDD and questions needed (`--power`): two
+    columns in csv and json, a table after it in the others."""
     from dataclasses import replace
 
-    from irbook.compare import render
+    from irbook.compare import report
     from irbook.power import power_columns
 
-    if c.note:  # the test cannot hold alpha on this few questions: say so, once
-        print(f"irbook eval: note: {c.note}", file=sys.stderr)
-    if power is None:
-        return render(c, fmt)
-    if fmt == "trec":
-        raise ValueError(
-            "--power does not fit trec_eval's layout: pick another --format"
-        )
     t = power_columns(c.table, c.alpha, power)
-    text = render(replace(c, table=t), fmt)  # csv and json: the two columns added
-    if fmt in ("csv", "json"):
-        return text
+    r = report(replace(c, table=t))
     p = t[t.baseline.notna()].set_index(["run", "baseline", "metric"])
     p = p[["n", "diff", "sd", "mdd", "n_needed"]].astype({"n_needed": object})
     p["n_needed"] = [f"{v:,.0f}" if v < float("inf") else v for v in p.n_needed]
@@ -741,13 +843,17 @@ def with_power(
         "Holm):\nmdd = the smallest true difference found with n questions; n_needed = "
         "the questions that would find diff"
     )
-    if fmt == "md":
-        md = p.reset_index().to_markdown(index=False, floatfmt=".4f")
-        return f"{text}\n\n{head}\n\n{md}"
-    if fmt == "latex":
-        head = head.replace("\n", "\n% ")
-        return f"{text}\n% {head}\n{p.to_latex(float_format='%.4f')}"
-    return f"{text}\n\n{head}\n{p.to_string(float_format=lambda v: f'{v:.4f}')}"
+    md = p.reset_index().to_markdown(index=False, floatfmt=".4f")
+    latex = f"\n% {head.replace(chr(10), chr(10) + '% ')}\n"
+    r.extra.append(
+        dict(
+            md=f"\n\n{head}\n\n{md}",
+            latex=latex + p.to_latex(float_format="%.4f"),
+            table=f"\n\n{head}\n{p.to_string(float_format=lambda v: f'{v:.4f}')}",
+        )
+    )
+    r.notes[:] = notes
+    return r
 
 # %% ../nbs/api/cli.ipynb #9a63283cbaf04dbcab1f6479b197f3a8
 def plan_arguments(
@@ -802,9 +908,9 @@ def run_plan(
         with _labels_of(a.qrels):
             return _judge_plan(a, metrics)
     with stdin_files(a) as a, _labels_of(a.qrels):
-        with reading(a.qrels):
-            qrels = read_columns(a.qrels, "qrels")
-        scores = score_runs(qrels, a.runs, metrics, a.convention, a.make_comparable)
+        got = _inputs(argparse.Namespace(report="scores", qrels=a.qrels, judge=None))
+        kw = dict(convention=a.convention, make_comparable=a.make_comparable)
+        scores = score_runs(got["qrels"], a.runs, metrics, **kw)
     table, rows = per_query_table(None, scores), []
     for m in metrics:
         x = table.xs(m, axis=1, level="metric")
@@ -829,16 +935,15 @@ def _judge_plan(a: argparse.Namespace, metrics: list) -> str:
     from irbook.metrics import evaluate
     from irbook.ppi import check_judge
 
-    with reading(a.qrels):
-        human = read_columns(a.qrels, "qrels").to_dict()
+    j = argparse.Namespace(**vars(a), report="judge", chunks=None, max_ret=None)
+    j.progress = False
+    got = _inputs(j)  # as irbook eval reads them
+    human = got["dict"] = got["qrels"].to_dict()
     with reading(a.judge):
-        judge, soft = check_judge(human, judge_labels(a.judge), a.judge_cut)
+        judge, soft = check_judge(human, got["judge"], a.judge_cut)
     if soft:
         raise ValueError("plan --judge takes integer judge labels (or --judge-cut)")
-    runs = {}
-    for name, p in _each_run(a.runs):
-        with reading(p):
-            runs[name] = read_run(p)
+    runs = _each_result(j, got)
     qids = list(judge)
     lab = np.array([q in human for q in qids])
     if lab.sum() < 3 or lab.all():
@@ -870,14 +975,8 @@ def _judge_plan(a: argparse.Namespace, metrics: list) -> str:
 
 
 def _plan_text(out, fmt: str) -> str:
-    "A plan's table as `irbook plan --format` asks: table, md, csv or json."
-    if fmt == "json":
-        return out.replace(float("inf"), None).to_json(orient="records")
-    if fmt == "csv":
-        return out.to_csv(index=False)
-    if fmt == "md":
-        return out.to_markdown(index=False, floatfmt=".4f")
-    return out.to_string(index=False, float_format=lambda v: f"{v:.4f}")
+    "A plan's table as `irbook plan --format` asks: table, md, csv or json (`render`)."
+    return render(Report(out, kw=dict(md=dict(floatfmt=".4f")), what="plans"), fmt)
 
 # %% ../nbs/api/cli.ipynb #ef904524
 def _once(path) -> bool:
@@ -960,11 +1059,11 @@ def _is_measure(text: str) -> bool:
 
 
 def _measures_end(values: list) -> int:
-    "Where the files begin among the values of one `-m`: its length if none does."
-    files = [v == "-" or os.path.exists(v) for v in values]
-    if True not in files:  # no file there: the first value that is no measure
-        no = [i for i, v in enumerate(values) if not _is_measure(v)]
-        return no[0] if no else len(values)
+    """Where the files begin among the values of one `-m`: at the first file that
+    exists (or `-`), less the names before it that are no measure; none: its length."""
+    files = [(v == "-" or os.path.exists(v)) and not _is_measure(v) for v in values]
+    if True not in files:  # every value is the measures' (checked later, by name)
+        return len(values)
     end = files.index(True)
     while end > 1 and not _is_measure(values[end - 1]):
         end -= 1  # a file that does not exist, named before those that do
@@ -976,7 +1075,8 @@ def _trec_order(argv: list) -> list:
     out, moved, i = [], [], 0
     while i < len(argv) and argv[i] != "--":
         t, i = argv[i], i + 1
-        if t != "-m" and not (t.startswith("--met") and "--metrics".startswith(t)):
+        long = len(t) > 4 and any(n.startswith(t) for n in ("--metrics", "--measure"))
+        if t != "-m" and not long:
             out.append(t)
             continue
         j = i  # its values: up to the next option
@@ -989,27 +1089,14 @@ def _trec_order(argv: list) -> list:
     return out + moved + argv[i:]
 
 
-def _parse(argv: list) -> argparse.Namespace:
-    """`argv` parsed; if that fails, in trec_eval's order too (`eval -m map QRELS RUN`:
-    the files end the measures), the first error reported if that fails as well."""
-    import io
-    from contextlib import redirect_stderr
-
-    said = io.StringIO()
-    try:
-        with redirect_stderr(said):
-            return parser().parse_args(argv)
-    except SystemExit as e:
-        given = e.code and argv[:1] in (["eval"], ["plan"])  # a failure, with -m
-        moved = _trec_order(argv) if given else argv
-        if moved != argv:
-            try:
-                with redirect_stderr(io.StringIO()):
-                    return parser().parse_args(moved)
-            except SystemExit:
-                pass
-        sys.stderr.write(said.getvalue())
-        raise e from None
+def parse(
+    argv: list,  # the arguments after `irbook`
+) -> argparse.Namespace:
+    """`argv` parsed, in one pass: `-m`'s measures may come before the files, as
+    trec_eval takes them (`eval -m map QRELS RUN`), the first file ending their list."""
+    if argv[:1] in (["eval"], ["plan"]):
+        argv = _trec_order(argv)
+    return parser().parse_args(argv)
 
 
 def main(
@@ -1018,7 +1105,7 @@ def main(
     """Entry point of the `irbook` command: returns the exit status, 0, or 2 with one
     line on stderr."""
     try:
-        a = _parse(sys.argv[1:] if argv is None else [str(x) for x in argv])
+        a = parse(sys.argv[1:] if argv is None else [str(x) for x in argv])
     except SystemExit as e:  # --help (0), or a bad argument already reported (2)
         return e.code if isinstance(e.code, int) else 2
     commands = dict(eval=run_eval, plan=run_plan, measures=lambda a: measures_table())
@@ -1029,7 +1116,8 @@ def main(
             raise _Stopped(_STOPPED[0]) from None
         print(f"irbook {a.command}: error: {message(e)}", file=sys.stderr)
         return 2
-    print(text)
+    if text:  # trec_eval -n without -q prints nothing at all
+        print(text)
     return 0
 
 # %% ../nbs/api/cli.ipynb #172ca1b4

@@ -34,8 +34,8 @@ if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
 
 # %% auto #0
 __all__ = ['TESTS', 'PAIRS', 'COLUMNS', 'CEILING_SHARE', 'FORMATS', 'SHOWN', 'named_runs', 'per_query_table', 'paired_p',
-           'Comparison', 'compare', 'verdict', 'trec_name', 'trec_lines', 'table_as', 'render', 'plot_comparison',
-           'VsPublished', 'vs_published']
+           'Comparison', 'compare', 'verdict', 'trec_name', 'trec_lines', 'Report', 'table_as', 'report', 'render',
+           'plot_comparison', 'VsPublished', 'vs_published']
 
 # %% ../nbs/api/compare.ipynb #54f1b238
 def _scored(x, metrics):
@@ -466,6 +466,8 @@ _ALL_ONLY = ("num_q", "gm_map")  # trec_eval prints these for "all" only
 
 def _trec_line(measure: str, qid, value) -> str:
     "One line as trec_eval prints it: `%-22s\\t%s\\t%6.4f` (a count as an integer)."
+    if isinstance(value, str):  # relstring: trec_eval quotes it
+        return f"{trec_name(measure):<22}\t{qid}\t'{value}'"
     count = not _by_mean(measure) and measure != "gm_map" and value == int(value)
     text = f"{int(value)}" if count else f"{value:6.4f}"
     return f"{trec_name(measure):<22}\t{qid}\t{text}"
@@ -476,6 +478,7 @@ def trec_lines(
     means: Mapping,  # {metric: mean} of the run
     n: int | None = None,  # number of queries (a num_q row), if known
     per_query: pd.DataFrame | None = None,  # per-query scores: -q rows
+    runid: bool = True,  # a runid line (trec_eval prints it when asked, as 'official')
 ) -> list[str]:
     """trec_eval's layout for one run: a list of lines, per-query rows (sorted ids),
     then the 'all' rows."""
@@ -486,27 +489,38 @@ def trec_lines(
             out += [
                 _trec_line(m, q, v) for m, v in row if trec_name(m) not in _ALL_ONLY
             ]
-    out.append(f"{'runid':<22}\tall\t{name}")
+    out += [f"{'runid':<22}\tall\t{name}"] if runid else []
     if n is not None and "num_q" not in map(trec_name, means):
         out.append(f"{'num_q':<22}\tall\t{n}")
     return out + [_trec_line(m, "all", v) for m, v in means.items()]
 
 # %% ../nbs/api/compare.ipynb #ta85298488
+@dataclass
+class Report:
+    """What a command prints, in every format (ranx's `Report` is the model): `render`
+    turns it into text, one format ladder for every report."""
+
+    records: pd.DataFrame | None = None  # the rows: csv, json and, by default, the rest
+    views: dict = field(default_factory=dict)  # {fmt: frame} shown instead ('md': ...)
+    index: bool = False  # print the records' index (per-question rows)
+    kw: dict = field(default_factory=dict)  # {fmt: keywords of pandas' writer}
+    text: str | None = None  # the text table, made elsewhere (None: from the frame)
+    data: object = None  # the JSON value, when it is not the records
+    trec: list | None = None  # trec_eval's lines; None: this report has no such layout
+    extra: list = field(default_factory=list)  # sections after it: text, or {fmt: text}
+    notes: list = field(default_factory=list)  # said once on stderr by the command
+    what: str = "this report"  # its name in an error
+
+
 def table_as(
     t: pd.DataFrame,  # a report table
     fmt: str,  # 'json', 'csv', 'md' or 'latex'
 ) -> str | None:
-    """A report table as JSON records, CSV, Markdown or LaTeX (a str); None for any
-    other `fmt`."""
-    if fmt == "json":
-        return t.to_json(orient="records", double_precision=6)
-    if fmt == "csv":
-        return t.to_csv(index=False)
-    if fmt == "md":
-        return t.to_markdown(index=False)
-    if fmt == "latex":
-        return t.to_latex(index=False, float_format="%.4f")
-    return None
+    """A report table as JSON records, CSV, Markdown or LaTeX (a str), through `render`;
+    None for any other `fmt`."""
+    if fmt not in ("json", "csv", "md", "latex"):
+        return None
+    return render(Report(t), fmt)
 
 # %% ../nbs/api/compare.ipynb #10f50c97
 def _plain(v):
@@ -576,28 +590,20 @@ def _wide(t: pd.DataFrame, fmt: str) -> pd.DataFrame:
     return pd.DataFrame(cells).T
 
 # %% ../nbs/api/compare.ipynb #fc0a2061
-def _render_scores(scores: pd.DataFrame, fmt: str) -> str:
-    "Per-query scores (queries x (run, metric)) as text in format `fmt`."
+def _scores_report(scores: pd.DataFrame) -> Report:
+    "Per-query scores (queries x (run, metric)) as a `Report`: one row per question."
     if getattr(getattr(scores, "columns", None), "nlevels", 0) != 2:
         raise ValueError("per_query=True needs a Comparison or a per_query_table")
     runs = list(dict.fromkeys(scores.columns.get_level_values(0)))
-    if fmt == "trec":
-        lines = []
-        for r in runs:
-            totals = {m: aggregate(m, v) for m, v in scores[r].items()}
-            lines += trec_lines(r, totals, len(scores), scores[r])
-        return "\n".join(lines)
+    lines = []
+    for r in runs:
+        totals = {m: aggregate(m, v) for m, v in scores[r].items()}
+        lines += trec_lines(r, totals, len(scores), scores[r])
     one = scores[runs[0]].rename_axis(columns=None) if len(runs) == 1 else scores
-    if fmt == "json":
-        by_query = {r: scores[r].to_dict(orient="index") for r in runs}
-        return _json(by_query[runs[0]] if len(runs) == 1 else by_query)
-    if fmt == "csv":
-        return one.to_csv()
-    if fmt == "md":
-        return one.to_markdown(floatfmt=".4f")
-    if fmt == "latex":
-        return one.to_latex(float_format="%.4f")
-    return one.to_string(float_format=lambda v: f"{v:.4f}")
+    by_query = {r: scores[r].to_dict(orient="index") for r in runs}
+    data = by_query[runs[0]] if len(runs) == 1 else by_query
+    kw = dict(md=dict(floatfmt=".4f"), latex=dict(float_format="%.4f"))
+    return Report(one, index=True, kw=kw, data=data, trec=lines)
 
 # %% ../nbs/api/compare.ipynb #6d6a59e1
 def _means_table(means: dict) -> pd.DataFrame:
@@ -610,50 +616,71 @@ def _means_table(means: dict) -> pd.DataFrame:
     return _holm_rows(pd.DataFrame(rows), 0.05)
 
 
-def _text(t: pd.DataFrame, tested: bool) -> str:
-    "The aligned text table: (run, metric) rows, the tested columns when any."
+def _shown(t: pd.DataFrame, tested: bool) -> pd.DataFrame:
+    "The text table's frame: (run, metric) rows, the tested columns when any."
     keys = (
         ["run", "baseline", "metric"] if t.baseline.nunique() > 1 else ["run", "metric"]
     )
     shown = list(SHOWN) if tested else ["mean"]
     blank = t.baseline.astype(object).where(t.baseline.notna(), "")
-    t = t.assign(baseline=blank).set_index(keys)[shown]
-    return t.to_string(float_format=lambda v: f"{v:.4f}")
+    return t.assign(baseline=blank).set_index(keys)[shown]
 
 # %% ../nbs/api/compare.ipynb #6e757a5c
 FORMATS = ("table", "md", "latex", "csv", "json", "trec")
 SHOWN = ("mean", "diff", "low", "high", "effect", "p", "p_holm", "significant")
 
 
-def render(
+def report(
     x: Comparison | Mapping,  # a `Comparison`, or runs' means {run: {metric: mean}}
+    per_query: bool = False,  # the per-query scores instead of the summary
+) -> Report:
+    "A `Comparison` (or runs' means, or per-query scores) as a `Report` to `render`."
+    if per_query:  # a Comparison keeps its per-query table
+        return _scores_report(x.scores if isinstance(x, Comparison) else x)
+    means = _means_of(x)
+    tested = isinstance(x, Comparison) and len(x.tested) > 0
+    n = x.table.n.iloc[0] if isinstance(x, Comparison) else None
+    lines = [line for r, m in means.items() for line in trec_lines(r, m, n)]
+    t = x.table if isinstance(x, Comparison) else _means_table(means)
+    data = None if tested else next(iter(means.values())) if len(means) == 1 else means
+    views = dict(md=_wide(t, "md"), latex=_wide(t, "latex"), table=_shown(t, tested))
+    kw = dict(md=dict(disable_numparse=True), latex=dict(escape=False))
+    return Report(t, views, kw=kw, data=data, trec=lines)
+
+
+def _f4(v) -> str:
+    return f"{v:.4f}"
+
+
+def render(
+    x: Report | Comparison | Mapping,  # a `Report`, a `Comparison`, or runs' means
     fmt: str = "table",  # 'table', 'md', 'latex', 'csv', 'json' or 'trec'
     per_query: bool = False,  # the per-query scores instead of the summary
 ) -> str:
-    """A `Comparison` (or runs' means) as text (a str): table, md, latex, csv, json or
-    trec."""
+    """A `Report` (or a `Comparison`, runs' means or per-query scores) as text (a str):
+    table, md, latex, csv, json or trec. The one format ladder of every report."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if per_query:  # a Comparison keeps its per-query table
-        return _render_scores(x.scores if isinstance(x, Comparison) else x, fmt)
-    means = _means_of(x)
-    tested = isinstance(x, Comparison) and len(x.tested) > 0
-    if fmt == "json" and not tested:  # means only: {metric: mean} for one run
-        return _json(next(iter(means.values())) if len(means) == 1 else means)
+    r = x if isinstance(x, Report) else report(x, per_query)
     if fmt == "trec":
-        n = x.table.n.iloc[0] if isinstance(x, Comparison) else None
-        return "\n".join(line for r, m in means.items() for line in trec_lines(r, m, n))
-    t = x.table if isinstance(x, Comparison) else _means_table(means)
-    if fmt == "json":
-        return _json(t.to_dict("records"))
+        if r.trec is None:
+            raise ValueError(f"{r.what} print tables: --format trec has none")
+        return "\n".join(r.trec)
+    if fmt == "json":  # null for every missing number, never a bare NaN
+        return _json(r.data if r.data is not None else r.records.to_dict("records"))
+    t, kw = r.views.get(fmt, r.records), r.kw.get(fmt, {})
+    index = r.index if t is r.records else True  # a view shows its own index
     if fmt == "csv":
-        return t.to_csv(index=False)
-    if fmt in ("md", "latex"):
-        wide = _wide(t, fmt)
-        if fmt == "md":  # numbers stay as written: 0.5000, not 0.5
-            return wide.to_markdown(disable_numparse=True)
-        return wide.to_latex(escape=False)
-    return _text(t, tested)
+        text = t.to_csv(index=index)
+    elif fmt == "md":
+        text = t.to_markdown(index=index, **kw)
+    elif fmt == "latex":
+        text = t.to_latex(index=index, **{"float_format": "%.4f", **kw})
+    elif r.text is not None:  # made elsewhere: one run's means, a judge's report
+        text = r.text
+    else:
+        text = t.to_string(index=index, float_format=_f4)
+    return text + "".join(e.get(fmt, "") if isinstance(e, dict) else e for e in r.extra)
 
 # %% ../nbs/api/compare.ipynb #58bbacce
 def plot_comparison(

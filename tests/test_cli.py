@@ -161,7 +161,7 @@ def test_superscripts_mark_significant_wins():
     [
         (["{q}", "{d}/missing.trec"], "No such file or directory"),
         (["{q}", "{d}/broken.trec"], "broken.trec, line 2"),
-        (["{q}", "{r}", "-m", "ndcg@x"], "k after '@' must be an integer"),
+        (["{q}", "{r}", "-m", "ndcg@x"], "ndcg@x': k"),
         (["{q}", "{r}", "-m", "nope@10"], "unknown metric 'nope'"),
         (["{q}", "{d}/extra.trec"], "do not match"),
         (["{q}", "{r}", "{r}"], "two runs are named"),

@@ -40,7 +40,7 @@ def shell(script: str, tmp_path, *args) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("memory", ["0", "512"])
 def test_trec_layout_keeps_a_pipes_tag(tmp_path, memory):
     q, r = files(tmp_path)
-    fmt = f"-m map --format trec --convention trec_eval --memory {memory}"
+    fmt = f"-m runid map --format trec --convention trec_eval --memory {memory}"
     piped = shell(f'irbook eval "$1" <(cat "$2") {fmt}', tmp_path, q, r)
     plain = shell(f'irbook eval "$1" "$2" {fmt}', tmp_path, q, r)
     assert (piped.returncode, piped.stderr) == (0, ""), piped.stderr
