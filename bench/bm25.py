@@ -2,7 +2,7 @@
 and MiniLM encoding.
 
 All lexical retrievers index every chunk of the 7 fastbook chapters (no chapter filter)
-with the same tokenisation (irbook.search.fulltext.tokenize) and answer the 191
+with the same tokenisation (irbook.course.search.fulltext.tokenize) and answer the 191
 benchmark questions (top 10). Times are the best of --repeat runs; results are printed
 as queries/second and as ratios.
 
@@ -36,7 +36,7 @@ def main(argv=None):
         "--strategy",
         default="group",
         choices=["group", "paragraph", "tokens"],
-        help="irbook.chunking strategy",
+        help="irbook.course.chunking strategy",
     )
     ap.add_argument(
         "--repeat", type=int, default=3, help="timing repeats (best is kept)"
@@ -49,9 +49,9 @@ def main(argv=None):
     )
     a = ap.parse_args(argv)
 
-    from irbook.chunking import chunk_book
-    from irbook.fastbook import load_questions
-    from irbook.search.fulltext import (
+    from irbook.course.chunking import chunk_book
+    from irbook.course.fastbook import load_questions
+    from irbook.course.search.fulltext import (
         BM25sRetriever,
         FTS5Retriever,
         RankBM25Retriever,
@@ -114,7 +114,7 @@ def main(argv=None):
     )
 
     if a.encode:
-        from irbook.search.dense import MINILM, Encoder
+        from irbook.course.search.dense import MINILM, Encoder
 
         enc = Encoder(MINILM, cache=False, progress=False)
         enc.model()  # load outside the timing

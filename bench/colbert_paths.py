@@ -29,10 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from irbook.chunking import chunk_book
-from irbook.core import as_queries
-from irbook.fastbook import load_questions
-from irbook.search.colbert import (
+from irbook.course.chunking import chunk_book
+from irbook.course.common import as_queries
+from irbook.course.fastbook import load_questions
+from irbook.course.search.colbert import (
     ColBERTRetriever,
     RAGatouilleRetriever,
     agree_up_to_ties,

@@ -8,8 +8,8 @@ chapters if IRBOOK_DATA has them, else generated text of the same shape).
   2. the late-interaction stand-in (MiniLM-LI: the cached one if built, else an
      untrained seeded one, the same on every device) encodes 100 passages and 20
      queries on each device: largest difference of token vectors and MaxSim scores;
-  3. one tiny fine-tuning run (irbook.finetune.train: 16 pairs, batch 8, 2 steps) on
-     each device: the losses side by side.
+  3. one tiny fine-tuning run (irbook.course.finetune.train: 16 pairs, batch 8, 2
+     steps) on each device: the losses side by side.
 
 On a machine without a GPU the CUDA half is skipped, with a line saying so. Writes
 $OUT/gpu_check.json when OUT is set (or --record PATH).
@@ -34,7 +34,7 @@ import numpy as np
 def passages(n: int, words: int = 300) -> tuple[list, str]:
     "`n` passages of `words` words: the fastbook chapters in windows, else made up."
     try:
-        from irbook.chunking import notebook_blocks
+        from irbook.course.chunking import notebook_blocks
         from irbook.data import FASTBOOK_CHAPTERS, load_fastbook_chapter
 
         text = []
@@ -73,7 +73,7 @@ def timed(fn):
 
 def dense(texts: list, device: str) -> tuple[np.ndarray, float]:
     "MiniLM embeddings of `texts` on `device` and passages per second (after warm-up)."
-    from irbook.search.dense import MINILM, Encoder
+    from irbook.course.search.dense import MINILM, Encoder
 
     enc = Encoder(MINILM, cache=False, progress=False, device=device)
     enc.encode(texts[:8])  # loads the model, warms the device up
@@ -83,8 +83,13 @@ def dense(texts: list, device: str) -> tuple[np.ndarray, float]:
 
 def standin_folder() -> tuple[Path, str]:
     "The cached stand-in if it is built here, else an untrained seeded one (no data)."
+    from irbook.course.search.colbert import (
+        STANDIN,
+        ColBERTSettings,
+        is_complete,
+        new_colbert,
+    )
     from irbook.data import cache_dir
-    from irbook.search.colbert import STANDIN, ColBERTSettings, is_complete, new_colbert
 
     s = ColBERTSettings()
     f = cache_dir() / "models" / s.key()
@@ -97,7 +102,7 @@ def standin_folder() -> tuple[Path, str]:
 
 def late(folder: Path, docs: list, queries: list, device: str) -> dict:
     "Token vectors of `docs` and `queries`, and their MaxSim scores, on `device`."
-    from irbook.search.colbert import load_colbert, maxsim
+    from irbook.course.search.colbert import load_colbert, maxsim
 
     m = load_colbert(str(folder), device=device)
     m.encode(docs[:4], is_query=False)  # warm-up
@@ -115,7 +120,7 @@ def finetune(texts: list, device: str) -> dict:
     import pandas as pd
     from sentence_transformers import SentenceTransformer
 
-    from irbook.finetune import FinetuneSettings, train
+    from irbook.course.finetune import FinetuneSettings, train
 
     s = FinetuneSettings(max_pairs=16, batch_size=8, max_seq_length=32)
     pairs = pd.DataFrame(
@@ -140,7 +145,7 @@ def main(argv=None) -> dict:
 
     import torch
 
-    from irbook.search.dense import pick_device
+    from irbook.course.search.dense import pick_device
 
     gpu = torch.cuda.is_available()
     devices = ["cpu"] + (["cuda"] if gpu else [])

@@ -81,9 +81,9 @@ METHODS = ("human", "ppi", "ppi++", "judge only")
 def calibrated_threshold(counts: np.ndarray, labeled: np.ndarray) -> int:
     """The judge step: the threshold (index into the grid) whose labels agree best with
     the human labels of the `labeled` questions (F1 of the relevant class, ties to the
-    lowest threshold): `irbook.judges.threshold_judge`'s rule, from counts so that
-    thousands of draws take seconds. `threshold_check` holds every batch's first draw
-    to `threshold_judge` itself.
+    lowest threshold): `irbook.course.judges.threshold_judge`'s rule, from counts so
+    that thousands of draws take seconds. `threshold_check` holds every batch's first
+    draw to `threshold_judge` itself.
 
     `counts[:, t, q]` = (agreeing positives, judge-only positives, human-only positives)
     of question q at threshold t."""
@@ -100,7 +100,7 @@ def crossfit_thresholds(counts: np.ndarray, labeled: np.ndarray) -> tuple:
     (for the judge-only ones) and, for each of `FOLDS` folds of the human-judged
     questions (in order, i % FOLDS), the one fitted on the other folds, so that the
     same human labels never both fit the judge and measure its bias (cross-fitting,
-    as `irbook.judges.threshold_judge(folds=...)` does)."""
+    as `irbook.course.judges.threshold_judge(folds=...)` does)."""
     idx = np.flatnonzero(labeled)
     k = max(2, min(FOLDS, len(idx) // 2))
     fold_of = np.full(len(labeled), -1)
@@ -123,12 +123,13 @@ def judge_values_of(F: np.ndarray, fits: list) -> np.ndarray:
 
 
 def threshold_check(score: np.ndarray, human: np.ndarray, grid):
-    """A check `(labeled, t)` that `irbook.judges.threshold_judge`, given the judge's
-    scores and the human labels of the `labeled` questions and the same grid, cuts at
-    `grid[t]`. `score` and `human`: (Q, C) or (Q, K, C), -inf for no candidate."""
+    """A check `(labeled, t)` that `irbook.course.judges.threshold_judge`, given the
+    judge's scores and the human labels of the `labeled` questions and the same grid,
+    cuts at `grid[t]`. `score` and `human`: (Q, C) or (Q, K, C), -inf for no
+    candidate."""
 
     def check(labeled: np.ndarray, t: int) -> None:
-        from irbook.judges import threshold_judge
+        from irbook.course.judges import threshold_judge
 
         scores, qrels = {}, {}
         for i in np.flatnonzero(labeled):
@@ -140,7 +141,7 @@ def threshold_check(score: np.ndarray, human: np.ndarray, grid):
                 qrels[f"{i}.{k}"] = {str(j): int(hu[j]) for j in ok}
         got = threshold_judge(scores, qrels, grid=grid).threshold
         if got != grid[t]:
-            raise AssertionError(f"threshold {grid[t]} != irbook.judges' {got}")
+            raise AssertionError(f"threshold {grid[t]} != irbook.course.judges' {got}")
 
     return check
 
@@ -289,7 +290,7 @@ def run_draws(
                 lab[i, rng.choice(Q, n, replace=False)] = True
             fits = [crossfit_thresholds(counts, row) for row in lab]
             t = [f[0] for f in fits]
-            if check is not None:  # the judge step, checked against irbook.judges
+            if check is not None:  # the judge step, checked against course.judges
                 check(lab[0], t[0])
             thresholds += t
             for m in Y:
@@ -357,8 +358,8 @@ def worth(record: dict) -> dict:
 def jqara_inputs(cfg: dict, T: int = 120) -> dict:
     "Per-question human and judge metrics of the JQaRA systems, per judge."
     from irbook.core import ranking
+    from irbook.course.jqara import load_runs
     from irbook.data import fetch
-    from irbook.jqara import load_runs
     from irbook.metrics import read_qrels
 
     qrels = read_qrels(fetch("jqara/qrels.trec"))
@@ -421,11 +422,12 @@ def jqara_inputs(cfg: dict, T: int = 120) -> dict:
 
 def fastbook_inputs(cfg: dict, T: int = 120) -> dict:
     "Per-question human and judge Modified MRR/Recall@10 of the Part II systems."
-    from irbook.chunking import chunk_book
-    from irbook.core import as_docs, digest, ranking, text_of
-    from irbook.fastbook import load_questions, matching_chunks, score_run
-    from irbook.part2 import part2_runs
-    from irbook.search.dense import Encoder
+    from irbook.core import ranking
+    from irbook.course.chunking import chunk_book
+    from irbook.course.common import as_docs, digest, text_of
+    from irbook.course.fastbook import load_questions, matching_chunks, score_run
+    from irbook.course.part2 import part2_runs
+    from irbook.course.search.dense import Encoder
 
     questions = load_questions()
     chunks = chunk_book("group", n=3)
@@ -537,8 +539,8 @@ def experiment(name: str, cfg: dict, inputs: dict, draws: int, seed: int = 0) ->
             "calibration": "per draw, the judge's score threshold with the best F1 "
             "against the "
             "human labels of the n human-judged questions (a grid of score "
-            "quantiles; irbook.judges.threshold_judge's rule, checked against it on"
-            " the first draw of every batch) labels the judge-only questions; each "
+            "quantiles; irbook.course.judges.threshold_judge's rule, checked against it"
+            " on the first draw of every batch) labels the judge-only questions; each "
             "human-judged question is labelled at the threshold fitted on the other"
             " folds (5, by order) of the human-judged questions (cross-fitting), so"
             " the same labels never both fit the judge and give PPI's rectifier. "

@@ -4,8 +4,8 @@ can separate the filters, run outside the book: 18 fine-tunings, hours on two co
 The pool is every offline pseudo-query of the training chapters (chapter 34's inverse
 cloze and header queries of chapters 1, 2, 4, 8); a seeded tenth of it is held out as
 the validation split that early stopping reads. Each filter of chapter 35
-(`irbook.training_filters.TRAIN_FILTERS`) keeps its share of the other nine tenths;
-MiniLM is fine-tuned on each filter's pairs with sentence-transformers'
+(`irbook.course.training_filters.TRAIN_FILTERS`) keeps its share of the other nine
+tenths; MiniLM is fine-tuned on each filter's pairs with sentence-transformers'
 CachedMultipleNegativesRankingLoss, one epoch at a time, and the epoch with the best
 validation MRR@10 is kept (`early_stopped_model`); three seeds per filter. Every model,
 and the base MiniLM, is scored on the human questions of the held-out chapters (9, 10,
@@ -47,20 +47,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from irbook.chunking import chunk_book
 from irbook.compare import compare, verdict, vs_published
-from irbook.core import as_docs, as_queries, digest
-from irbook.fastbook import load_questions
-from irbook.finetune import (
+from irbook.course.chunking import chunk_book
+from irbook.course.common import as_docs, as_queries, digest
+from irbook.course.fastbook import load_questions
+from irbook.course.finetune import (
     FinetuneSettings,
     model_run,
     score_questions,
     split_questions,
 )
-from irbook.noise import answerability_judge
-from irbook.part2 import cached_run
-from irbook.search.dense import MINILM
-from irbook.training_filters import (
+from irbook.course.noise import answerability_judge
+from irbook.course.part2 import cached_run
+from irbook.course.search.dense import MINILM
+from irbook.course.training_filters import (
     TRAIN_FILTERS,
     epoch_curve,
     filter_effects,

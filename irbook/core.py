@@ -4,67 +4,17 @@
 from __future__ import annotations
 
 import ast
-import hashlib
 import html
 import inspect
-import json
 import math
-import os
 import re
 import textwrap
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 
 import numpy as np
-from fastcore.xtras import atomic_save
 
 # %% auto #0
-__all__ = ['Docs', 'Queries', 'RunDict', 'QrelsDict', 'text_of', 'as_docs', 'as_queries', 'check_k', 'check_docs',
-           'check_queries', 'check_label', 'check_score', 'ranking', 'top', 'restrict', 'QueryMismatch',
-           'check_same_queries', 'allowed_rows', 'top_k', 'Retriever', 'Summary', 'write_json', 'digest', 'Settings',
-           'show_bars', 'ParamTableRenderer']
-
-# %% ../nbs/api/core.ipynb #6297915f
-Docs = dict[str, str]  # {doc_id: text}
-Queries = dict[str, str]  # {query_id: text}
-RunDict = dict[str, dict[str, float]]  # {query_id: {doc_id: score}}, higher is better
-QrelsDict = dict[
-    str, dict[str, int]
-]  # {query_id: {doc_id: label}}, 0 = judged irrelevant
-
-# %% ../nbs/api/core.ipynb #ebfe72e8
-def text_of(
-    x: str | object,  # a str, or an object with a str `.text`
-    what: str = "text",  # what `x` is, named in the error
-) -> str:
-    "The text of a str or of an object with `.text` (ValueError naming `what`)."
-    t = x if isinstance(x, str) else getattr(x, "text", None)
-    if not isinstance(t, str):
-        raise ValueError(f"{what}: text must be a str, got {type(x).__name__}")
-    return t
-
-# %% ../nbs/api/core.ipynb #551a2ba1
-def as_docs(
-    docs: Mapping,  # {doc_id: str or an object with `.text`}
-) -> Docs:
-    """A new `{doc_id: text}` dict from `{id: str | object with .text}` (ValueError
-    naming a doc without text)."""
-    if not isinstance(docs, Mapping):
-        raise ValueError(
-            f"docs must be a dict {{doc_id: text}}, got {type(docs).__name__}"
-        )
-    return {i: text_of(d, f"doc {i!r}") for i, d in docs.items()}
-
-# %% ../nbs/api/core.ipynb #c59d2962
-def as_queries(
-    queries: Mapping | Iterable,  # {query_id: text}, or objects with `.qid` and `.text`
-) -> Queries:
-    "A new `{query_id: text}` dict from a dict or from objects with `.qid` and `.text`."
-    if isinstance(queries, Mapping):
-        return {q: text_of(t, f"query {q!r}") for q, t in queries.items()}
-    return {q.qid: text_of(q, f"query {q.qid!r}") for q in queries}
+__all__ = ['check_k', 'check_label', 'check_score', 'ranking', 'QueryMismatch', 'check_same_queries', 'ParamTableRenderer']
 
 # %% ../nbs/api/core.ipynb #fc24a810
 def check_k(
@@ -81,40 +31,6 @@ def check_k(
         extra = " or None" if none_ok else ""
         raise ValueError(f"{where}{name} must be a positive integer{extra}, got {k!r}")
     return int(k)
-
-# %% ../nbs/api/core.ipynb #c7a46867
-def _check_texts(x, one: str, many: str) -> list:
-    "The ids of `{id: text}` dict `x` (ValueError naming a text that is not a str)."
-    if not isinstance(x, Mapping):
-        raise ValueError(
-            f"{many} must be a dict {{{one}_id: text}}, got {type(x).__name__}"
-        )
-    for i, t in x.items():
-        if not isinstance(t, str):
-            raise ValueError(f"{one} {i!r}: text must be a str, got {type(t).__name__}")
-    return list(x)
-
-# %% ../nbs/api/core.ipynb #66077237
-def check_docs(
-    docs: Mapping,  # {doc_id: text}
-) -> list[str]:
-    """The ids of a valid `{doc_id: text}` as a list, in order (ValueError naming a bad
-    one)."""
-    ids = _check_texts(docs, "doc", "docs")
-    for i in ids:
-        if not isinstance(i, str):
-            raise ValueError(f"doc id {i!r} is not a str")
-    return ids
-
-# %% ../nbs/api/core.ipynb #4fe22c68
-def check_queries(
-    queries: Mapping,  # {query_id: text}
-    k: int,  # the cut-off
-) -> None:
-    """Validate `{query_id: text}` and the cut-off `k`: returns None, or raises a
-    ValueError naming the bad query."""
-    _check_texts(queries, "query", "queries")
-    check_k(k)
 
 # %% ../nbs/api/core.ipynb #be1b4c6b
 def _number(kind: str, what: str, qid, doc, v) -> float:
@@ -161,23 +77,6 @@ def ranking(
     id."""
     return [d for d, _ in sorted(scores.items(), key=lambda x: (-x[1], x[0]))]
 
-# %% ../nbs/api/core.ipynb #cd27118a
-def top(
-    scores: Mapping,  # one query's {doc_id: score}
-    k: int | None,  # how many to keep; None: all
-) -> dict:
-    """A dict of the `k` best of one query's `{doc_id: score}` (all if `k` is None), in
-    rank order."""
-    return {d: scores[d] for d in ranking(scores)[:k]}
-
-# %% ../nbs/api/core.ipynb #23e5edb0
-def restrict(
-    run: Mapping,  # {query_id: {doc_id: score}}
-    qids: Iterable,  # the queries to keep, in this order
-) -> dict:
-    "A new run on `qids` only, in their order (a query the run lacks gets `{}`)."
-    return {q: dict(run.get(q, {})) for q in qids}
-
 # %% ../nbs/api/core.ipynb #05a899b1
 class QueryMismatch(ValueError, AssertionError):
     "Qrels and run hold different query sets (a ValueError and an AssertionError)."
@@ -212,205 +111,6 @@ def check_same_queries(
         + ". Pass make_comparable=True to add empty results for the missing queries "
         "and drop the others (as ranx does)."
     )
-
-# %% ../nbs/api/core.ipynb #0da95561
-def allowed_rows(
-    qid: str,  # the query
-    filter: Mapping | None,  # {query_id: doc ids it may return}; None: any doc
-    pos: dict,  # {doc_id: its row in the index}
-) -> np.ndarray | None:
-    """The sorted row numbers (an int64 array) query `qid` may return under `filter`;
-    None when `filter` is None (every doc)."""
-    if filter is None:
-        return None
-    if qid not in filter:
-        raise ValueError(f"filter has no entry for query {qid!r}")
-    rows = []
-    for d in filter[qid]:
-        if d not in pos:
-            raise ValueError(
-                f"filter for query {qid!r} names doc {d!r}, which is not in the index"
-            )
-        rows.append(pos[d])
-    return np.array(sorted(rows), dtype=np.int64)
-
-# %% ../nbs/api/core.ipynb #81cf790e
-def top_k(
-    scores: np.ndarray,  # one query's score per indexed doc
-    ids: list,  # the doc id of each row
-    k: int,  # how many to keep
-    rows: np.ndarray | None = None,  # rows it may return (`allowed_rows`); None: all
-    positive_only: bool = False,  # keep only scores above 0
-) -> dict:
-    """A dict of the `k` best `{doc_id: score}` from a score vector, best first, ties by
-    index order."""
-    idx = np.arange(len(scores)) if rows is None else rows
-    s = scores[idx]
-    if positive_only:
-        idx, s = idx[s > 0], s[s > 0]
-    if len(idx) > k:
-        part = np.argpartition(-s, k - 1)[:k]
-        idx, s = idx[part], s[part]
-    order = np.lexsort((idx, -s))
-    return {ids[i]: float(v) for i, v in zip(idx[order], s[order])}
-
-# %% ../nbs/api/core.ipynb #1c08de4b
-class Retriever:
-    "Base of every retriever: `index(docs)`, then `search(queries, k, filter)` → run."
-
-    positive_only = False  # True: a doc needs a score above 0 to be returned
-
-    def index(
-        self,
-        docs: Mapping,  # {doc_id: text}, or {doc_id: an object with `.text`}
-    ) -> Retriever:
-        "Index `{doc_id: text}` (or chunks with `.text`); returns self."
-        docs = as_docs(docs)
-        self.ids = check_docs(docs)
-        self.pos = {d: i for i, d in enumerate(self.ids)}
-        self._index([docs[d] for d in self.ids])
-        return self
-
-    def search(
-        self,
-        queries: Mapping | Iterable,  # {query_id: text}, or objects with .qid, .text
-        k: int = 10,  # results per query
-        filter: dict | None = None,  # {query_id: doc ids it may return}; None: all
-    ) -> dict:
-        """The run, `{query_id: {doc_id: score}}`: the top `k` per query; blank or fully
-        filtered queries get `{}`."""
-        queries = as_queries(queries)
-        check_queries(queries, k)
-        run = {q: {} for q in queries}
-        rows = {
-            q: allowed_rows(q, filter, self.pos)
-            for q, t in queries.items()
-            if t.strip()
-        }
-        live = {q: queries[q] for q, r in rows.items() if r is None or len(r)}
-        if live and self.ids:
-            run.update(self._top(live, {q: rows[q] for q in live}, k))
-        return run
-
-    def _top(self, live: dict, rows: dict, k: int) -> dict:
-        "Runs of the non-blank queries `live`, each cut to its allowed `rows`."
-        scores = self._scores(list(live.values()))
-        return {
-            q: top_k(
-                np.asarray(s, np.float64), self.ids, k, rows[q], self.positive_only
-            )
-            for q, s in zip(live, scores)
-        }
-
-    def _index(self, texts: list):
-        raise NotImplementedError(f"{type(self).__name__} must define _index(texts)")
-
-    def _scores(self, texts: list):
-        raise NotImplementedError(f"{type(self).__name__} must define _scores(texts)")
-
-# %% ../nbs/api/core.ipynb #002b45cb
-class Summary:
-    "Counts of what each pipeline stage kept, rejected or could not do."
-
-    def __init__(self):
-        self.counts, self.examples = Counter(), {}
-
-    def add(self, stage: str, event: str, n: int = 1, example=None):
-        "Count `n` occurrences of `event` at `stage`, remembering the first example."
-        self.counts[(stage, event)] += n
-        if example is not None and n:
-            self.examples.setdefault((stage, event), example)
-        return self
-
-    def expect(self, stage: str, events) -> "Summary":
-        "List `events` of `stage` from the start (count 0 until they happen)."
-        for e in events:
-            self.add(stage, e, 0)
-        return self
-
-    def __getitem__(self, key) -> int:
-        return self.counts.get(key, 0)
-
-    def frame(self):
-        "The counts as a pandas table: stage, event, count, example."
-        import pandas as pd  # imported here: the core stays light for the metrics
-
-        rows = [
-            (s, e, n, self.examples.get((s, e), ""))
-            for (s, e), n in self.counts.items()
-        ]
-        return pd.DataFrame(rows, columns=["stage", "event", "count", "example"])
-
-    def _repr_html_(self):
-        return self.frame()._repr_html_()
-
-    def __repr__(self):
-        return self.frame().to_string(index=False)
-
-# %% ../nbs/api/core.ipynb #67b5b7e1
-def write_json(
-    path: str | Path,  # the file to write
-    obj: object,  # anything `json.dump` can write
-) -> Path:
-    """Write `obj` as JSON to `path` atomically (a crash leaves no partial file);
-    returns the path as a `Path`."""
-    path = Path(path)
-    with atomic_save(path, mode="w") as f:
-        json.dump(obj, f)
-    return path
-
-# %% ../nbs/api/core.ipynb #3e886db6
-def _plain(x):
-    "`x` with sets sorted and mapping keys as strings, for a stable JSON dump."
-    if isinstance(x, Mapping):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (set, frozenset)):
-        return sorted(map(str, x))
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    return x
-
-# %% ../nbs/api/core.ipynb #ce8f6a6f
-def digest(
-    *parts: object,  # settings, versions, names: anything JSON can hold (sets too)
-) -> str:
-    "SHA-256 (a hex str) of `parts` as canonical JSON: the name of a cached artefact."
-    blob = json.dumps(_plain(parts), sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-# %% ../nbs/api/core.ipynb #0622411f
-class Settings:
-    "Mixin for a dataclass of settings that decides a cached artefact."
-
-    kind = "artefact"  # the middle word of `key()`
-
-    def versions(self) -> dict:
-        "Library versions that also decide the artefact (none by default)."
-        return {}
-
-    def fields(self) -> dict:
-        "The settings as a JSON-ready dict."
-        return asdict(self)
-
-    def digest(self) -> str:
-        "SHA-256 of the settings and `versions()`, hex."
-        blob = json.dumps({**self.fields(), **self.versions()}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def key(self) -> str:
-        "Folder name: the base model's name, `kind`, a short hash of the settings."
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(self.base).name)
-        return f"{name}-{self.kind}-{self.digest()[:12]}"
-
-# %% ../nbs/api/core.ipynb #91531d37
-def show_bars(
-    progress: bool,  # the caller's `progress` argument
-) -> bool:
-    """Show a progress bar? True unless `progress` is off or TQDM_DISABLE is set (the
-    build)."""
-    # tqdm reads TQDM_DISABLE only when no `disable=` is passed, and tqdm.auto's
-    # notebook bar always passes one (disable=False): so we read it ourselves
-    return bool(progress) and not os.environ.get("TQDM_DISABLE")
 
 # %% ../nbs/api/core.ipynb #453f2bad
 def _anno(a) -> str:

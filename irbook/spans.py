@@ -11,23 +11,16 @@ from typing import TYPE_CHECKING
 import pandas as pd
 from ftfy import fix_text
 
-from .chunking import notebook_blocks
 from .core import check_k, ranking
-from .data import FASTBOOK_CHAPTERS, load_fastbook_chapter
-from .fastbook import as_question
 from .metrics.registry import measure_pattern, register
 
 if TYPE_CHECKING:  # annotations only
     from collections.abc import Iterable
 
-    from irbook.chunking import Chunk
-    from irbook.fastbook import Question
-
 # %% auto #0
 __all__ = ['SPAN_COLUMNS', 'SPAN_METRIC', 'Span', 'locate_all', 'locate', 'merge', 'overlap', 'as_judgments', 'check_layout',
            'check_rule', 'holds', 'spans_to_qrels', 'read', 'span_scores', 'span_recall', 'span_precision',
-           'group_recall', 'read_texts', 'read_layout', 'read_spans', 'span_evaluate', 'doc_id', 'clean', 'book_texts',
-           'chunk_layout', 'benchmark_spans']
+           'group_recall', 'read_texts', 'read_layout', 'read_spans', 'span_evaluate', 'doc_id', 'clean']
 
 # %% ../nbs/api/spans.ipynb #ece6faa0
 @dataclass(frozen=True, order=True)
@@ -466,69 +459,3 @@ def clean(
 ) -> str:
     "Text as spans compare it (a str): `ftfy.fix_text`, HTML entities left as they are."
     return fix_text(text, unescape_html=False)
-
-
-def book_texts(
-    chapters: list[int] | None = None,  # chapters; None: every benchmark chapter
-    raw: bool = False,  # skip `clean`
-) -> dict:
-    "Each chapter's blocks joined by blank lines, normalised. Returns `{doc_id: text}`."
-    out = {}
-    for ch in sorted(FASTBOOK_CHAPTERS) if chapters is None else chapters:
-        src = "\n\n".join(b.text for b in notebook_blocks(load_fastbook_chapter(ch)))
-        text = src if raw else clean(src)
-        if len(text) != len(src):
-            raise ValueError(f"chapter {ch}: normalising it moves characters")
-        out[doc_id(ch)] = text
-    return out
-
-# %% ../nbs/api/spans.ipynb #66502be9
-def chunk_layout(
-    chunks: dict[str, Chunk],  # benchmark chunks (`chunk_book`)
-) -> dict:
-    """Where each benchmark chunk's text lies in its chapter. Returns `{chunk_id: (Span,
-    ...)}`."""
-    by_ch, out = {}, {}
-    for cid in sorted(chunks):
-        by_ch.setdefault(chunks[cid].chapter, []).append(cid)
-    texts = book_texts(sorted(by_ch), raw=True)
-    for ch, ids in by_ch.items():
-        d, prev = doc_id(ch), (0, 0)
-        doc = texts[d]
-        for cid in ids:
-            text, head = chunks[cid].text, chunks[cid].header
-            cut = (
-                bool(head) and text.startswith(head + "\n\n") and text != head + "\n\n"
-            )
-            body = text[len(head) + 2 :] if cut else text
-            p = doc.find(body, prev[1])
-            p = doc.find(body, prev[0] + 1 if cid != ids[0] else 0) if p == -1 else p
-            if p == -1:
-                raise ValueError(
-                    f"chunk {cid!r}: its text is not in {d!r} after the last one"
-                )
-            segs, h = (Span(d, p, p + len(body)),), p - len(head or "") - 2
-            if cut and not (h >= 0 and doc.startswith(text, h)):
-                if (h := doc.rfind(head, 0, p)) == -1:
-                    raise ValueError(f"chunk {cid!r}: its header is not in {d!r}")
-                segs = (Span(d, h, h + len(head)), *segs)
-            elif cut:
-                segs = (Span(d, h, p + len(body)),)
-            out[cid], prev = segs, (p, p + len(body))
-    return out
-
-# %% ../nbs/api/spans.ipynb #4ef29708
-def benchmark_spans(
-    questions: list[Question | dict],  # benchmark questions
-    texts: dict | None = None,  # `book_texts()` output; None: computed
-) -> dict:
-    """Span judgments of benchmark questions: per component, a group of every place of
-    each of its contexts. Returns `{qid: [group, ...]}`."""
-    texts, out = book_texts() if texts is None else texts, {}
-    for q in map(as_question, questions):
-        d = doc_id(q.chapter)
-        out[q.qid] = [
-            [s for c in comp.contexts for s in locate_all(clean(c), texts[d], d)]
-            for comp in q.components
-        ]
-    return out

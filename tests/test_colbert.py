@@ -1,5 +1,5 @@
-"""Tests for irbook.search.colbert (the offline stand-in MiniLM-LI with PyLate): cache
-integrity, training data, retriever shape, IRBOOK_COLBERT."""
+"""Tests for irbook.course.search.colbert (the offline stand-in MiniLM-LI with PyLate):
+cache integrity, training data, retriever shape, IRBOOK_COLBERT."""
 
 import hashlib
 import json
@@ -13,9 +13,8 @@ pytest.importorskip("pylate")
 import torch
 from pylate.scores import colbert_scores
 
-from irbook.data import MARKER
-from irbook.fastbook import load_questions, normalize
-from irbook.search.colbert import (
+from irbook.course.fastbook import load_questions, normalize
+from irbook.course.search.colbert import (
     ColBERTRetriever,
     ColBERTSettings,
     RAGatouilleRetriever,
@@ -31,6 +30,7 @@ from irbook.search.colbert import (
     pseudo_queries,
     to_colbert_ai,
 )
+from irbook.data import MARKER
 
 TINY = ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3)
 
@@ -123,7 +123,7 @@ def test_offline_colbert_rebuilds_corrupt_folder_then_reuses(tmp_path):
     assert (f / MARKER).stat().st_mtime_ns == stamp
     assert not list(tmp_path.glob(".model.*"))  # no temp folder left behind
     # the saved model reloads with the trained projection
-    from irbook.search.colbert import load_colbert
+    from irbook.course.search.colbert import load_colbert
 
     m = load_colbert(str(f))
     assert m[1].linear.weight.shape == (TINY.dim, 384)
@@ -209,7 +209,7 @@ def test_module_imports_without_ragatouille_or_colbert_ai():
 
     code = (
         "import sys; sys.modules['ragatouille'] = sys.modules['colbert'] = None; "
-        "import irbook.search.colbert as m; assert m.RAGatouilleRetriever and "
+        "import irbook.course.search.colbert as m; assert m.RAGatouilleRetriever and "
         "m.to_colbert_ai"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -333,7 +333,7 @@ def test_conversion_refuses_what_colbert_ai_cannot_express(pylate_dir, tmp_path)
 # ------------------------------------------------------
 @pytest.fixture(scope="module")
 def small_corpus():
-    from irbook.chunking import chunk_book
+    from irbook.course.chunking import chunk_book
 
     ch = {c: x.text for c, x in chunk_book("group", n=3).items() if x.chapter == 8}
     docs = dict(list(ch.items())[:40])
@@ -372,7 +372,7 @@ def test_ragatouille_same_top_results_as_pylate(
 
 def test_voyager_inserts_on_one_thread():
     "Voyager's threaded insertion races (different graphs, different runs): one thread."
-    from irbook.search.colbert import _OneThread
+    from irbook.course.search.colbert import _OneThread
 
     calls = []
 
@@ -442,7 +442,7 @@ def tiny_dirs(tmp_path_factory):
 
 
 def test_standin_is_named_for_what_it_is(tiny_dirs):
-    from irbook.search.colbert import STANDIN, STANDIN_ABOUT, load_colbert
+    from irbook.course.search.colbert import STANDIN, STANDIN_ABOUT, load_colbert
 
     assert STANDIN == "MiniLM-LI" and "not ColBERTv2" in STANDIN_ABOUT
     s = ColBERTSettings()
@@ -452,7 +452,7 @@ def test_standin_is_named_for_what_it_is(tiny_dirs):
 
 
 def test_irbook_colbert_folder_is_the_model_loaded(tiny_dirs, tmp_path, monkeypatch):
-    import irbook.search.colbert as cb
+    import irbook.course.search.colbert as cb
 
     pointed, default = tiny_dirs
     monkeypatch.setattr(cb, "offline_colbert", lambda **kw: default)
@@ -472,7 +472,7 @@ def test_irbook_colbert_folder_is_the_model_loaded(tiny_dirs, tmp_path, monkeypa
 def test_irbook_colbert_hub_name_reaches_pylate(monkeypatch):
     import pylate.models
 
-    import irbook.search.colbert as cb
+    import irbook.course.search.colbert as cb
 
     asked = []
 
@@ -492,7 +492,7 @@ def test_irbook_colbert_hub_name_reaches_pylate(monkeypatch):
 def test_hub_out_of_reach_names_the_setting(monkeypatch):
     import pylate.models
 
-    import irbook.search.colbert as cb
+    import irbook.course.search.colbert as cb
 
     def offline(name, **kw):
         raise OSError("We couldn't connect to 'https://huggingface.co'")

@@ -1,5 +1,6 @@
 """The one-data-path layout: imports run downward, no private or in-function irbook
-imports, every retriever derives from irbook.core.Retriever, no old name is left."""
+imports, every retriever derives from irbook.course.common.Retriever, no old name is
+left."""
 
 import ast
 import importlib
@@ -7,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
-import irbook.core as core
+import irbook.course.common as common
 
 ROOT = Path(__file__).resolve().parents[1]
-# the data path, lowest first: a module may import only modules listed before it
-LAYERS = [
+# the data path, lowest first: a module may import only modules listed before it. The
+# evaluator (what `pip install irbook` needs) is every module outside irbook/course; the
+# course's code (datasets, search, experiments) is under it and comes after it
+EVALUATOR = [
     ["data"],
     ["core"],
     ["metrics.ranx_compat", "metrics.columns", "metrics.io", "metrics.conventions"],
@@ -19,14 +22,20 @@ LAYERS = [
     ["metrics.sets", "metrics.rank", "metrics.trec"],
     ["metrics.graded", "metrics.stream", "metrics", "metrics.distributed", "unjudged"],
     ["stats", "power", "figures", "compare", "ppi"],
-    ["ranking", "labelling"],
-    ["search.fulltext", "search.dense", "fastbook", "chunking", "spans"],
-    ["search.colbert", "search.fusion"],
-    ["jqara", "japanese", "synthetic", "noise", "negatives", "judges"],
-    ["finetune"],
-    ["part2", "synthetic_eval", "training_filters", "cli"],
+    ["ranking", "labelling", "spans"],
+    ["cli"],
     ["entry"],
 ]
+COURSE = [
+    ["course.common"],
+    ["course.search.fulltext", "course.search.dense", "course.fastbook"],
+    ["course.chunking", "course.search.colbert", "course.search.fusion"],
+    ["course.jqara", "course.japanese", "course.synthetic", "course.noise"],
+    ["course.negatives", "course.judges"],
+    ["course.finetune"],
+    ["course.part2", "course.synthetic_eval", "course.training_filters"],
+]
+LAYERS = EVALUATOR + COURSE
 ORDER = [m for layer in LAYERS for m in layer]
 RANK = {m: i for i, m in enumerate(ORDER)}
 
@@ -41,7 +50,7 @@ def modules():
             continue
         rel = p.relative_to(ROOT / "irbook").with_suffix("")
         name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
-        if name == "search":
+        if name in {"course", "course.search"}:  # package docstrings only
             continue
         yield name, p, ast.parse(p.read_text())
 
@@ -72,6 +81,23 @@ def irbook_imports(name, tree):
 
 def test_every_module_has_a_layer():
     assert {n for n, _, _ in modules()} == set(RANK)
+
+
+def test_the_folders_say_which_product():
+    "Course modules live under irbook/course, the evaluator's everywhere else."
+    for n, path, _ in modules():
+        under = (ROOT / "irbook" / "course") in path.parents
+        assert under == (n in {m for layer in COURSE for m in layer}), path
+
+
+@pytest.mark.parametrize("name", sorted(m for layer in EVALUATOR for m in layer))
+def test_the_evaluator_never_imports_the_course(name):
+    tree = next(t for n, _, t in modules() if n == name)
+    for node, mod, _ in irbook_imports(name, tree):
+        assert not mod.startswith("course"), (
+            f"irbook.{name} imports irbook.{mod} (line {node.lineno}): the evaluator "
+            "must install and run without the course's code"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(RANK))
@@ -108,11 +134,15 @@ def test_no_private_or_in_function_irbook_imports(name):
 
 
 def test_every_retriever_derives_from_the_core_base():
-    from irbook.japanese import E5Retriever, JapaneseBM25
-    from irbook.search.colbert import ColBERTRetriever, RAGatouilleRetriever
-    from irbook.search.dense import DenseRetriever
-    from irbook.search.fulltext import BM25sRetriever, FTS5Retriever, RankBM25Retriever
-    from irbook.search.fusion import FusedRetriever, RerankRetriever
+    from irbook.course.japanese import E5Retriever, JapaneseBM25
+    from irbook.course.search.colbert import ColBERTRetriever, RAGatouilleRetriever
+    from irbook.course.search.dense import DenseRetriever
+    from irbook.course.search.fulltext import (
+        BM25sRetriever,
+        FTS5Retriever,
+        RankBM25Retriever,
+    )
+    from irbook.course.search.fusion import FusedRetriever, RerankRetriever
 
     for cls in (
         FTS5Retriever,
@@ -126,7 +156,7 @@ def test_every_retriever_derives_from_the_core_base():
         FusedRetriever,
         RerankRetriever,
     ):
-        assert issubclass(cls, core.Retriever), cls
+        assert issubclass(cls, common.Retriever), cls
         assert "search" not in vars(cls) and "index" not in vars(cls), (
             f"{cls.__name__} rewrites index/search instead of the base's hooks"
         )
@@ -134,21 +164,26 @@ def test_every_retriever_derives_from_the_core_base():
 
 # names renamed or moved before the first release: the old ones are gone, not aliased
 OLD = {
-    "irbook.search.fulltext": ["top_k", "check_docs", "check_queries", "allowed_rows"],
-    "irbook.fastbook": ["ranked_ids"],
-    "irbook.search.fusion": [
+    "irbook.course.search.fulltext": [
+        "top_k",
+        "check_docs",
+        "check_queries",
+        "allowed_rows",
+    ],
+    "irbook.course.fastbook": ["ranked_ids"],
+    "irbook.course.search.fusion": [
         "split_questions",
         "cached_run",
         "part2_scores",
         "CHUNKINGS",
     ],
-    "irbook.search.colbert": ["training_log"],
-    "irbook.japanese": ["tokenize", "METHODS", "METRICS", "evaluate_runs"],
-    "irbook.negatives": ["METHODS"],
+    "irbook.course.search.colbert": ["training_log"],
+    "irbook.course.japanese": ["tokenize", "METHODS", "METRICS", "evaluate_runs"],
+    "irbook.course.negatives": ["METHODS"],
     "irbook.metrics": ["vs_ranx", "plot_query", "LABEL_COLORS", "TIES"],
     "irbook.metrics.sets": ["RANX_EXAMPLES"],
     "irbook.cli": ["paired_p"],
-    "irbook.jqara": ["per_query", "versus_best", "significance_matrix"],
+    "irbook.course.jqara": ["per_query", "versus_best", "significance_matrix"],
     "irbook.core": ["deprecated_names"],
 }
 

@@ -1,12 +1,12 @@
-"""One device rule for every model (irbook.search.dense.pick_device), and caches that do
-not depend on the device. torch's availability functions are monkeypatched, so the
-GPU branches are checked on a CPU-only machine."""
+"""One device rule for every model (irbook.course.search.dense.pick_device), and caches
+that do not depend on the device. torch's availability functions are monkeypatched, so
+the GPU branches are checked on a CPU-only machine."""
 
 import numpy as np
 import pytest
 import torch
 
-from irbook.search.dense import (
+from irbook.course.search.dense import (
     DEVICE_ENV,
     MINILM,
     DenseRetriever,
@@ -96,7 +96,7 @@ def test_retriever_with_no_device_uses_the_rule(monkeypatch):
 
 def test_colbert_loaders_use_the_rule(monkeypatch, tmp_path):
     models = pytest.importorskip("pylate.models")
-    from irbook.search.colbert import load_colbert, new_colbert
+    from irbook.course.search.colbert import load_colbert, new_colbert
 
     machine(monkeypatch, cuda=1)
     monkeypatch.setattr(models, "ColBERT", Recorder)
@@ -129,8 +129,8 @@ def test_embedding_cache_key_is_the_same_on_every_device(monkeypatch, tmp_path):
 
 
 def test_model_settings_hold_no_device():
-    from irbook.finetune import FinetuneSettings
-    from irbook.search.colbert import ColBERTSettings
+    from irbook.course.finetune import FinetuneSettings
+    from irbook.course.search.colbert import ColBERTSettings
 
     for s in (ColBERTSettings(), FinetuneSettings()):
         assert not any("device" in f for f in s.fields())
@@ -138,7 +138,7 @@ def test_model_settings_hold_no_device():
 
 def test_colbert_index_key_is_the_same_on_every_device(monkeypatch, tmp_path):
     models = pytest.importorskip("pylate.models")
-    from irbook.search.colbert import ColBERTRetriever, load_colbert, new_colbert
+    from irbook.course.search.colbert import ColBERTRetriever, load_colbert, new_colbert
 
     folder = tmp_path / "m"
     new_colbert(seed=0, device="cpu").save(str(folder))
@@ -160,8 +160,8 @@ def test_colbert_index_key_is_the_same_on_every_device(monkeypatch, tmp_path):
 
 def test_stand_in_built_on_cpu_is_reused_on_gpu(monkeypatch, tmp_path):
     pytest.importorskip("pylate")
+    from irbook.course.search.colbert import ColBERTSettings, offline_colbert
     from irbook.data import MARKER
-    from irbook.search.colbert import ColBERTSettings, offline_colbert
 
     tiny = ColBERTSettings(chapters=(1,), n_pairs=16, batch_size=8, steps=3)
     f = offline_colbert(tiny, root=tmp_path / "m", progress=False, device="cpu")
@@ -175,8 +175,8 @@ def test_stand_in_built_on_cpu_is_reused_on_gpu(monkeypatch, tmp_path):
 @pytest.mark.slow  # training: `make test-slow`
 def test_finetuned_model_built_on_cpu_is_reused_on_gpu(monkeypatch, tmp_path):
     pytest.importorskip("datasets")
+    from irbook.course.finetune import FinetuneSettings, finetuned_model, training_log
     from irbook.data import MARKER
-    from irbook.finetune import FinetuneSettings, finetuned_model, training_log
 
     tiny = FinetuneSettings(max_pairs=16, batch_size=8, max_seq_length=32)
     f = finetuned_model(tiny, root=tmp_path / "ft", progress=False, device="cpu")
@@ -191,7 +191,7 @@ def test_finetune_refuses_a_gpu_the_trainer_cannot_pick(monkeypatch, tmp_path):
     pytest.importorskip("datasets")
     import pandas as pd
 
-    from irbook.finetune import FinetuneSettings, train
+    from irbook.course.finetune import FinetuneSettings, train
 
     machine(monkeypatch, cuda=2)
     pairs = pd.DataFrame({"anchor": ["a", "b"], "positive": ["c", "d"]})

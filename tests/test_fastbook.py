@@ -1,5 +1,5 @@
-"""Tests for irbook.fastbook (benchmark loading, modified metrics, qrels) and
-irbook.chunking (chunkers, ceiling).
+"""Tests for irbook.course.fastbook (benchmark loading, modified metrics, qrels) and
+irbook.course.chunking (chunkers, ceiling).
 
 Expected values are computed by hand or by deliberately naive re-implementations written
 here, never copied from what the library prints. Needs IRBOOK_DATA pointing at the
@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from irbook.chunking import (
+from irbook.core import ranking
+from irbook.course.chunking import (
     Chunk,
     ceiling,
     chunk_book,
@@ -25,9 +26,7 @@ from irbook.chunking import (
     render_code,
     token_chunks,
 )
-from irbook.core import ranking
-from irbook.data import FASTBOOK_CHAPTERS, load_benchmark, load_fastbook_chapter
-from irbook.fastbook import (
+from irbook.course.fastbook import (
     benchmark_stats,
     contexts_to_qrels,
     first_hits,
@@ -39,6 +38,7 @@ from irbook.fastbook import (
     parse_question,
     score_run,
 )
+from irbook.data import FASTBOOK_CHAPTERS, load_benchmark, load_fastbook_chapter
 
 # ---------------------------------------------------------------- fixtures
 

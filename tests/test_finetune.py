@@ -1,4 +1,4 @@
-"""Tests for irbook.finetune: held-out split never leaks, filters, model cache
+"""Tests for irbook.course.finetune: held-out split never leaks, filters, model cache
 integrity, seeded tiny training runs."""
 
 import hashlib
@@ -10,10 +10,9 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("datasets")
 
-from irbook.chunking import chunk_book
-from irbook.data import folder_is_complete
-from irbook.fastbook import load_questions, normalize
-from irbook.finetune import (
+from irbook.course.chunking import chunk_book
+from irbook.course.fastbook import load_questions, normalize
+from irbook.course.finetune import (
     FinetuneSettings,
     filter_pairs,
     finetuned_model,
@@ -24,7 +23,8 @@ from irbook.finetune import (
     training_log,
     training_set,
 )
-from irbook.search.dense import Encoder
+from irbook.course.search.dense import Encoder
+from irbook.data import folder_is_complete
 
 TINY = dict(max_pairs=16, batch_size=8, max_seq_length=32)
 
@@ -199,7 +199,7 @@ def test_tiny_run_is_seeded_and_reproducible(tiny_model, tmp_path, questions, ch
     assert not np.allclose(a, c, atol=1e-4)  # the seed matters
     from sentence_transformers import SentenceTransformer
 
-    from irbook.search.dense import MINILM, resolve_model
+    from irbook.course.search.dense import MINILM, resolve_model
 
     base = SentenceTransformer(resolve_model(MINILM), device="cpu").encode(
         ["How do I pick a learning rate?", "What is a DataLoader?"]

@@ -1,5 +1,5 @@
-"""irbook.search.fusion: fusion equals ranx, ties by doc id, tuning never sees the
-reported half, re-ranking stays in its pool.
+"""irbook.course.search.fusion: fusion equals ranx, ties by doc id, tuning never sees
+the reported half, re-ranking stays in its pool.
 
 Expected values come from ranx itself on the same runs, from the RRF formula written out
 here, or from the retriever's own filtered search; nothing is read back from the code
@@ -15,11 +15,11 @@ import ranx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from irbook.chunking import Chunk
 from irbook.core import ranking
-from irbook.part2 import cached_run
-from irbook.search.fulltext import BM25sRetriever
-from irbook.search.fusion import (
+from irbook.course.chunking import Chunk
+from irbook.course.part2 import cached_run
+from irbook.course.search.fulltext import BM25sRetriever
+from irbook.course.search.fusion import (
     fuse,
     maxp,
     rerank,
@@ -292,7 +292,7 @@ def test_cached_run(tmp_path):
 def test_cached_run_is_recomputed_when_the_retriever_code_changes(
     tmp_path, monkeypatch
 ):
-    import irbook.part2 as F
+    import irbook.course.part2 as F
 
     calls = []
 
@@ -340,7 +340,7 @@ def test_maxp_is_the_best_contained_paragraph(owner, scores):
 
 def test_fused_and_rerank_retrievers_keep_the_contract():
     "FusedRetriever == rrf of its parts; RerankRetriever == rerank; filters pass down."
-    from irbook.search.fusion import FusedRetriever, RerankRetriever
+    from irbook.course.search.fusion import FusedRetriever, RerankRetriever
 
     docs = {
         "a": "cats purr and sleep",

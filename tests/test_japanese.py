@@ -1,5 +1,5 @@
-"""Tests for irbook.japanese: tokenisers, JSQuAD labels, BM25 / dense / RRF retrievers,
-bad input.
+"""Tests for irbook.course.japanese: tokenisers, JSQuAD labels, BM25 / dense / RRF
+retrievers, bad input.
 
 Expected values are computed here independently (hand-written BM25 with Lucene IDF,
 NumPy cosines, RRF by formula, answer matching by a plain loop over the raw JSON), never
@@ -12,8 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-import irbook.japanese as J
-from irbook.japanese import (
+import irbook.course.japanese as J
+from irbook.course.japanese import (
     TOKENIZERS,
     E5Retriever,
     JapaneseBM25,
@@ -22,7 +22,7 @@ from irbook.japanese import (
     jsquad_task,
     tokenize_ja,
 )
-from irbook.search.fusion import rrf  # the book's one RRF, used by chapter 21
+from irbook.course.search.fusion import rrf  # the book's one RRF, used by chapter 21
 
 DOCS = {
     "d1": "梅雨は六月に始まる。",

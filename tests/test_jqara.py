@@ -1,5 +1,5 @@
-"""irbook.jqara: the JQaRA leaderboard reproduced with both engines, and the helpers'
-behaviour on bad input."""
+"""irbook.course.jqara: the JQaRA leaderboard reproduced with both engines, and the
+helpers' behaviour on bad input."""
 
 import math
 import os
@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from irbook import jqara as J
 from irbook.compare import compare, per_query_table
 from irbook.core import QueryMismatch
+from irbook.course import jqara as J
 from irbook.data import (
     JQARA_RUNS,
     DataError,

@@ -1,8 +1,8 @@
-"""irbook.judges: each judge on toy data with known answers; threshold calibration
-against a brute-force search; fill_holes' counts; the LLM judge against a stand-in
-OpenAI-compatible server on 127.0.0.1 (no network); and judged_eval end to end: equal
-to ppi-python's `ppi_mean_ci` on the same arrays, and a coverage simulation where the
-all-human truth is known."""
+"""irbook.course.judges: each judge on toy data with known answers; threshold
+calibration against a brute-force search; fill_holes' counts; the LLM judge against a
+stand-in OpenAI-compatible server on 127.0.0.1 (no network); and judged_eval end to
+end: equal to ppi-python's `ppi_mean_ci` on the same arrays, and a coverage simulation
+where the all-human truth is known."""
 
 import json
 
@@ -12,7 +12,7 @@ from ppi_py import ppi_mean_ci
 from scipy import stats
 from test_synthetic import FakeServer, ok
 
-from irbook.judges import (
+from irbook.course.judges import (
     GRADE_SCHEMA,
     Judgments,
     answer_judge,
@@ -22,10 +22,10 @@ from irbook.judges import (
     llm_judge,
     threshold_judge,
 )
+from irbook.course.search.dense import Encoder
+from irbook.course.synthetic import LLMClient, LLMConfig, LLMReplyError
 from irbook.metrics import evaluate, read_qrels
 from irbook.ppi import human_interval, judged_eval, judged_report, ppi_interval
-from irbook.search.dense import Encoder
-from irbook.synthetic import LLMClient, LLMConfig, LLMReplyError
 
 # --- Judgments and judge_pairs -----------------------------------------------------
 

@@ -1,11 +1,11 @@
-"""irbook.negatives: the three mining methods against brute force on a fake encoder, bad
-input counted, and a real-data cross-check with
+"""irbook.course.negatives: the three mining methods against brute force on a fake
+encoder, bad input counted, and a real-data cross-check with
 sentence_transformers.util.mine_hard_negatives."""
 
 import numpy as np
 import pytest
 
-from irbook.negatives import (
+from irbook.course.negatives import (
     MINING_METHODS,
     false_negative_table,
     false_negatives,
@@ -14,8 +14,8 @@ from irbook.negatives import (
     mine_run,
     st_negatives,
 )
-from irbook.search.dense import Encoder
-from irbook.synthetic import Summary
+from irbook.course.search.dense import Encoder
+from irbook.course.synthetic import Summary
 
 WORDS = "cat dog bird fish tree rock sun moon".split()
 
@@ -308,10 +308,10 @@ def test_real_data_matches_sentence_transformers():
     pytest.importorskip("datasets")
     from collections import Counter
 
-    from irbook.chunking import chunk_book
+    from irbook.course.chunking import chunk_book
+    from irbook.course.fastbook import contexts_to_qrels, load_questions
+    from irbook.course.search.fulltext import chapter_filter
     from irbook.data import cache_dir
-    from irbook.fastbook import contexts_to_qrels, load_questions
-    from irbook.search.fulltext import chapter_filter
 
     qs, chunks = load_questions(), chunk_book("group", n=3)
     ch = min(Counter(c.chapter for c in chunks.values()).items(), key=lambda x: x[1])[0]

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from irbook import data as D
-from irbook import jqara as J
+from irbook.course import jqara as J
 
 SHARED = Path(
     os.environ.get("IRBOOK_DATA")

@@ -1,5 +1,5 @@
-"""irbook.noise: citation mapping, near-duplicates, RRF, judges and the multi-positive
-filter."""
+"""irbook.course.noise: citation mapping, near-duplicates, RRF, judges and the
+multi-positive filter."""
 
 import json
 import threading
@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from irbook.chunking import Chunk
-from irbook.noise import (
+from irbook.course.chunking import Chunk
+from irbook.course.noise import (
     ContainmentJudge,
     LLMJudge,
     drop_near_duplicates,
@@ -21,7 +21,7 @@ from irbook.noise import (
     positive_counts,
     rrf,
 )
-from irbook.synthetic import LLMClient, LLMConfig, LLMReplyError, QAPair
+from irbook.course.synthetic import LLMClient, LLMConfig, LLMReplyError, QAPair
 
 A = (
     "The learning rate sets how big a step gradient descent takes at every update of "
@@ -148,7 +148,7 @@ def test_rrf_by_hand():
     assert list(rrf([{"q": {"b": 1.0, "a": 1.0}}])["q"]) == [
         "a",
         "b",
-    ]  # ties by doc id, as irbook.fastbook ranks
+    ]  # ties by doc id, as irbook.course.fastbook ranks
     assert list(rrf([r1, r2], k=1)["q"]) == ["a"]
 
 
@@ -303,8 +303,8 @@ def test_llm_judge_against_fake_server(tmp_path):
 
 
 def test_positive_counts_against_qrels():
-    from irbook.chunking import chunk_book
-    from irbook.fastbook import contexts_to_qrels, load_questions
+    from irbook.course.chunking import chunk_book
+    from irbook.course.fastbook import contexts_to_qrels, load_questions
 
     qs = load_questions()
     chunks = chunk_book("tokens", size=2000)

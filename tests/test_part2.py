@@ -1,12 +1,12 @@
-"""irbook.part2's comparison helpers (chapter 16) on made-up per-question scores: the
-verdicts they give turn when the numbers turn."""
+"""irbook.course.part2's comparison helpers (chapter 16) on made-up per-question
+scores: the verdicts they give turn when the numbers turn."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from irbook.compare import compare
-from irbook.part2 import against_published, chunking_table, versus_best_single
+from irbook.course.part2 import against_published, chunking_table, versus_best_single
 
 N = 95  # questions in the report half
 

@@ -131,7 +131,7 @@ def test_calibrated_threshold_best_f1():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_threshold_rule_is_irbook_judges(seed):
-    # the vectorized rule picks the threshold irbook.judges.threshold_judge picks
+    # the vectorized rule picks the threshold irbook.course.judges.threshold_judge picks
     rng = np.random.default_rng(seed)
     human = rng.random((60, 30)) < 0.15
     score = human * rng.normal(1, 1, human.shape) + rng.normal(0, 1, human.shape)
@@ -144,7 +144,7 @@ def test_threshold_rule_is_irbook_judges(seed):
         lab = np.zeros(60, bool)
         lab[rng.choice(60, rng.integers(5, 40), replace=False)] = True
         check(lab, pe.calibrated_threshold(counts, lab))  # raises if they differ
-    with pytest.raises(AssertionError, match="irbook.judges"):
+    with pytest.raises(AssertionError, match="irbook.course.judges"):
         t = pe.calibrated_threshold(counts, lab)
         check(lab, t + 1 if t + 1 < len(grid) else t - 1)
 

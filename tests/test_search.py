@@ -1,4 +1,5 @@
-"""Tests for irbook.search.fulltext and irbook.search.dense on small hand-made corpora.
+"""Tests for irbook.course.search.fulltext and irbook.course.search.dense on small
+hand-made corpora.
 
 Expected values come from formulas written out here (BM25 by hand, cosine with NumPy),
 not from the code under test.
@@ -12,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from irbook.core import top_k
-from irbook.search.dense import (
+from irbook.course.common import top_k
+from irbook.course.search.dense import (
     MINILM,
     DenseRetriever,
     EmbeddingCache,
@@ -21,7 +22,7 @@ from irbook.search.dense import (
     model_id,
     resolve_model,
 )
-from irbook.search.fulltext import (
+from irbook.course.search.fulltext import (
     STOP_WORDS,
     BM25sRetriever,
     FTS5Retriever,
@@ -309,7 +310,7 @@ def test_keyword_queries():
         }
     )
     assert keyword_queries(df) == {"1_2": "deep learning, GPU"}
-    from irbook.fastbook import load_questions
+    from irbook.course.fastbook import load_questions
 
     kw = keyword_queries()  # the real file (IRBOOK_DATA)
     assert set(kw) == {q.qid for q in load_questions()} and all(

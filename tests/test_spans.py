@@ -219,9 +219,8 @@ CHUNKINGS = {  # the four chunkings of Part II
 
 @pytest.fixture(scope="module")
 def bench():
-    from irbook.chunking import chunk_book
-    from irbook.fastbook import load_questions
-    from irbook.spans import benchmark_spans, chunk_layout
+    from irbook.course.chunking import benchmark_spans, chunk_book, chunk_layout
+    from irbook.course.fastbook import load_questions
 
     questions = load_questions()
     books = {n: chunk_book(**o) for n, o in CHUNKINGS.items()}
@@ -236,7 +235,7 @@ def bench():
 @needs_data
 @pytest.mark.parametrize("name", CHUNKINGS)
 def test_layout_rebuilds_every_chunk(bench, name):
-    from irbook.spans import book_texts
+    from irbook.course.chunking import book_texts
 
     raw = book_texts(raw=True)
     _, books, layouts, _ = bench
@@ -248,7 +247,7 @@ def test_layout_rebuilds_every_chunk(bench, name):
 @needs_data
 @pytest.mark.parametrize("name", CHUNKINGS)
 def test_containment_is_contexts_to_qrels(bench, name):
-    from irbook.fastbook import contexts_to_qrels
+    from irbook.course.fastbook import contexts_to_qrels
 
     questions, books, layouts, judged = bench
     for graded in (False, True):
@@ -259,10 +258,10 @@ def test_containment_is_contexts_to_qrels(bench, name):
 @needs_data
 @pytest.mark.parametrize("name", CHUNKINGS)
 def test_group_recall_is_modified_recall(bench, name):
-    from irbook.chunking import oracle_run
-    from irbook.core import as_docs, as_queries
-    from irbook.fastbook import score_run
-    from irbook.search.fulltext import BM25sRetriever, chapter_filter
+    from irbook.course.chunking import oracle_run
+    from irbook.course.common import as_docs, as_queries
+    from irbook.course.fastbook import score_run
+    from irbook.course.search.fulltext import BM25sRetriever, chapter_filter
 
     questions, books, layouts, judged = bench
     chunks = books[name]

@@ -1,5 +1,5 @@
-"""irbook.synthetic against a fake OpenAI-compatible server on 127.0.0.1 (http.server in
-a thread)."""
+"""irbook.course.synthetic against a fake OpenAI-compatible server on 127.0.0.1
+(http.server in a thread)."""
 
 import json
 import threading
@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from irbook.synthetic import (
+from irbook.course.synthetic import (
     QA_SCHEMA,
     LLMClient,
     LLMConfig,
@@ -380,7 +380,7 @@ def test_parse_json_reply_edges():
 
 
 def test_benchmark_pairs_counts():
-    from irbook.fastbook import load_questions
+    from irbook.course.fastbook import load_questions
 
     qs = load_questions()
     pairs, summ = benchmark_pairs(qs)

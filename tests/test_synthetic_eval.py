@@ -1,4 +1,4 @@
-"""irbook.synthetic_eval without models or data: agreement statistics on made-up
+"""irbook.course.synthetic_eval without models or data: agreement statistics on made-up
 score tables, gold labels, and the LLM query path against the fake server of
 test_synthetic."""
 
@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from test_synthetic import FakeServer, ok, qa_reply
 
-from irbook.chunking import Chunk
-from irbook.synthetic import LLMClient, LLMConfig
-from irbook.synthetic_eval import SynthQuery, agreement, gold_qrels, llm_queries
+from irbook.course.chunking import Chunk
+from irbook.course.synthetic import LLMClient, LLMConfig
+from irbook.course.synthetic_eval import SynthQuery, agreement, gold_qrels, llm_queries
 
 
 def table(means, n=200, seed=0):
@@ -97,7 +97,7 @@ def test_gold_qrels_counts_queries_without_gold():
         SynthQuery("a", 1, "x y", ("c01_0000",), "inverse cloze"),
         SynthQuery("b", 1, "x y", (), "inverse cloze"),
     ]
-    from irbook.core import Summary
+    from irbook.course.common import Summary
 
     s = Summary()
     assert gold_qrels(qs, {}, s) == {"a": {"c01_0000": 1}}

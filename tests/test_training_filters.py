@@ -1,4 +1,4 @@
-"""irbook.training_filters: each filter's verdict on a made-up chapter, pairs per
+"""irbook.course.training_filters: each filter's verdict on a made-up chapter, pairs per
 kept query, the filter-vs-none statistics on made-up scores, the validation split, a
 bench record read back (its sweep too), the epoch chain, the re-run configuration
 built from its description, the LLM pool against the fake server, and (slow) a model
@@ -12,12 +12,12 @@ import pandas as pd
 import pytest
 from test_synthetic import FakeServer, ok, qa_reply
 
-from irbook.chunking import Chunk
-from irbook.core import Summary
-from irbook.noise import ContainmentJudge
-from irbook.synthetic import LLMClient, LLMConfig
-from irbook.synthetic_eval import SynthQuery
-from irbook.training_filters import (
+from irbook.course.chunking import Chunk
+from irbook.course.common import Summary
+from irbook.course.noise import ContainmentJudge
+from irbook.course.synthetic import LLMClient, LLMConfig
+from irbook.course.synthetic_eval import SynthQuery
+from irbook.course.training_filters import (
     TRAIN_FILTERS,
     early_stopped_model,
     epoch_curve,
@@ -153,7 +153,7 @@ def test_effects_refuse_missing_runs():
 
 
 def test_offline_pool_is_seeded_and_counted():
-    from irbook.chunking import chunk_book
+    from irbook.course.chunking import chunk_book
 
     chunks = chunk_book("group", chapters=[1], n=3)
     s = Summary()
@@ -178,7 +178,8 @@ def test_llm_pool_against_fake_server(tmp_path, monkeypatch):
     )
     chunks = {"c01_0000": Chunk("c01_0000", 1, page)}
     monkeypatch.setattr(
-        "irbook.training_filters.book_pages", lambda chapters: {"p": chunks["c01_0000"]}
+        "irbook.course.training_filters.book_pages",
+        lambda chapters: {"p": chunks["c01_0000"]},
     )
     reply = qa_reply(
         ("What sets the step size?", "the learning rate", ["set by the learning rate"])
@@ -196,7 +197,7 @@ def test_llm_pool_against_fake_server(tmp_path, monkeypatch):
 
 @pytest.mark.slow  # training: `make test-slow`
 def test_model_trained_on_given_pairs_is_cached_by_them(tmp_path, monkeypatch):
-    from irbook.finetune import FinetuneSettings, finetuned_model, training_log
+    from irbook.course.finetune import FinetuneSettings, finetuned_model, training_log
 
     monkeypatch.setenv("IRBOOK_CACHE", str(tmp_path))
     t, _ = filter_table(QUERIES, CHUNKS, ContainmentJudge())
@@ -229,7 +230,7 @@ def test_validation_split_is_seeded_and_disjoint():
 
 
 def test_early_stopping_refuses_bad_arguments():
-    from irbook.finetune import FinetuneSettings
+    from irbook.course.finetune import FinetuneSettings
 
     pairs = pd.DataFrame({"anchor": ["a", "b"], "positive": ["x", "y"]})
     s = FinetuneSettings()
@@ -262,7 +263,7 @@ def test_record_scores_keeps_whole_seeds():
 
 @pytest.mark.slow  # training: `make test-slow`
 def test_early_stopping_keeps_the_best_epoch(tmp_path, monkeypatch):
-    from irbook.finetune import FinetuneSettings
+    from irbook.course.finetune import FinetuneSettings
 
     monkeypatch.setenv("IRBOOK_CACHE", str(tmp_path))
     t, _ = filter_table(QUERIES, CHUNKS, ContainmentJudge())
@@ -285,7 +286,7 @@ def test_early_stopping_keeps_the_best_epoch(tmp_path, monkeypatch):
     )
     assert again == folder and curve2.equals(curve)  # every epoch cached
     # the epoch curve trains on regardless: the same chain, its validation scores
-    import irbook.training_filters as tf
+    import irbook.course.training_filters as tf
 
     monkeypatch.setattr(tf, "held_out_scores", lambda f, *a, **k: f.name)
     scores, val = epoch_curve(s, pairs, [], CHUNKS, val, 2, root=tmp_path / "m")
@@ -296,7 +297,7 @@ def test_early_stopping_keeps_the_best_epoch(tmp_path, monkeypatch):
 
 
 def test_epoch_models_chain_and_stop_when_asked(monkeypatch):
-    from irbook.finetune import FinetuneSettings
+    from irbook.course.finetune import FinetuneSettings
 
     calls = []
 
@@ -304,7 +305,7 @@ def test_epoch_models_chain_and_stop_when_asked(monkeypatch):
         calls.append((s.base, s.seed, root))
         return Path(root or "/cache") / f"m{len(calls)}"
 
-    monkeypatch.setattr("irbook.training_filters.finetuned_model", fake)
+    monkeypatch.setattr("irbook.course.training_filters.finetuned_model", fake)
     pairs = pd.DataFrame({"anchor": ["a"], "positive": ["b"]})
     s = FinetuneSettings(seed=3)
     chain = epoch_models(s, pairs, 3, root="/r")
@@ -345,7 +346,7 @@ def test_sweep_curve_reads_every_epoch_with_base_as_epoch_0():
 
 
 def test_unfiltered_scores_builds_the_described_configuration(monkeypatch):
-    from irbook.chunking import chunk_book
+    from irbook.course.chunking import chunk_book
 
     chunks = chunk_book("group", chapters=[1], n=3)
     seen = {}
@@ -356,7 +357,7 @@ def test_unfiltered_scores_builds_the_described_configuration(monkeypatch):
         log = pd.DataFrame({"epoch kept": [1]}, index=idx)
         return {("none", seeds[0]): pd.DataFrame({"m": [1.0]})}, log
 
-    monkeypatch.setattr("irbook.training_filters.filter_scores", fake)
+    monkeypatch.setattr("irbook.course.training_filters.filter_scores", fake)
     spec = {
         "pool": 30,
         "val_share": 0.2,

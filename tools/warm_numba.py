@@ -18,8 +18,8 @@ import numpy as np  # noqa: E402
 import ranx  # noqa: E402
 from ranx.statistical_tests import fisher_randomization_test  # noqa: E402
 
+from irbook.course.search.fusion import fuse, tune_fusion  # noqa: E402
 from irbook.metrics import METRICS, evaluate, ranx_order  # noqa: E402
-from irbook.search.fusion import fuse, tune_fusion  # noqa: E402
 
 # irbook's fusion codes doc ids to one width (12); the tests' generated ids have three
 # characters, as these do

@@ -72,8 +72,13 @@ class Param:
         if bad and self.dtype is int and (lo, hi) == (1, None):
             raise ValueError(f"{what} must be a positive integer, got {value!r}")
         if bad or v != v:
-            rng = (f"({lo}, {hi})" if self.strict else f"[{lo}, {hi}]" if hi is not None
-                   else f"[{lo}, inf)")
+            rng = (
+                f"({lo}, {hi})"
+                if self.strict
+                else f"[{lo}, {hi}]"
+                if hi is not None
+                else f"[{lo}, inf)"
+            )
             raise ValueError(f"{what} must be in {rng}, got {value!r}")
         return v
 
@@ -132,7 +137,8 @@ class Measure:
 
 _SPAN = dict(kind="spans", home="irbook.spans.span_evaluate (irbook eval --chunks)")
 _GRADED = ("k", "gains")
-_RECALL = Param("x", float, None, "recall", 0, 1, meaning="recall level")  # the measures of labels as gains take a gain map
+_RECALL = Param("x", float, None, "recall", 0, 1, meaning="recall level")
+# the measures of labels as gains take a gain map
 # every measure irbook knows, once; each chapter's kernel is filed under its name by
 # `register`. Chapter 2 (`irbook.metrics.sets`), 3 (`rank`), 4 (`graded`), this page
 MEASURES: dict = {m.name: m for m in [
@@ -290,8 +296,11 @@ class Metric(tuple):
         at = "" if param == 0 and main.name == "k" else (
             f".{str(param)[2:]}" if main.name == "p" and not opts else f"@{param}"
         )  # fmt: skip
-        return name + (f"({','.join(opts)})" if opts else "") + at + (
-            f"-l{lvl}" if lvl != 1 else ""
+        return (
+            name
+            + (f"({','.join(opts)})" if opts else "")
+            + at
+            + (f"-l{lvl}" if lvl != 1 else "")
         )
 
 # %% ../../nbs/api/metrics_registry.ipynb #5e7a1c06
@@ -459,7 +468,8 @@ def _resolve(metric, form, kw, value, lvl) -> Metric:
         raise ValueError(
             f"metric {metric!r}: {m.name} is not scored from qrels; {m.home} scores it"
         )
-    kw = {k: v for k, v in kw.items() if k not in dict(form.fixed) or k in _main_kw(form)}
+    fixed, keys = dict(form.fixed), _main_kw(form)
+    kw = {k: v for k, v in kw.items() if k not in fixed or k in keys}
     allowed = {p.name: p for p in m.typed if p.dtype is not object and p is not main}
     allowed |= {o: PARAMS[o] for o in OPTIONS}
     if form.dialect == "ir_measures":  # its keywords: cutoff, recall, p, rel, ...
@@ -499,11 +509,15 @@ def _resolve(metric, form, kw, value, lvl) -> Metric:
             out[p.name] = _main_fixed(form)[main.name]
         elif p is main and (p.default is None or form.sep == "_"):
             if form.sep == "_":
-                what = (f"trec_eval's {metric} takes a cut-off ({metric}_10, or "
-                        f"-m {metric} for its default cut-offs)")
+                what = (
+                    f"trec_eval's {metric} takes a cut-off ({metric}_10, or "
+                    f"-m {metric} for its default cut-offs)"
+                )
             elif main.name == "p":
-                what = ("RBP needs a persistence, e.g. 'rbp.8' for p=0.8 "
-                        "(ir_measures' RBP is RBP(p=0.8); trec_eval's rbp is p=0.9)")
+                what = (
+                    "RBP needs a persistence, e.g. 'rbp.8' for p=0.8 "
+                    "(ir_measures' RBP is RBP(p=0.8); trec_eval's rbp is p=0.9)"
+                )
             else:
                 what = f"{m.name} needs its {main.meaning} ({m.name}@0.5)"
             raise ValueError(f"metric {metric!r}: {what}")
@@ -599,7 +613,7 @@ ALL_TREC = tuple(
 def missing_trec(
     names: list | tuple = ALL_TREC,  # trec_eval measure names
 ) -> list:
-    "The names irbook cannot compute yet (not declared, or declared and not registered)."
+    "The names irbook cannot compute yet (not declared, or declared, not registered)."
     out = []
     for n in names:
         try:
@@ -618,7 +632,8 @@ def _expand(m: str, trec: bool = False) -> list:
         if lack:  # said, not dropped in silence
             warnings.warn(
                 f"all_trec: irbook does not compute trec_eval's {', '.join(lack)}; "
-                "they are left out", stacklevel=3
+                "they are left out",
+                stacklevel=3,
             )
         return [x for x in ALL_TREC if x not in lack]
     if m in TREC_FAMILIES and (trec or not parse_ok(m)):  # a bare family: its defaults
@@ -633,7 +648,9 @@ def _expand(m: str, trec: bool = False) -> list:
     return [m]
 
 
-def parse_ok(m: str) -> bool:
+def parse_ok(
+    m: str,  # a measure name in any dialect
+) -> bool:
     "Whether `m` parses as a metric name."
     try:
         parse_metric(m)
@@ -867,6 +884,7 @@ def with_options(
     if judged_only:
         r = drop_unjudged(r)
     if gains:
+
         def gain(a):
             out = a.copy()
             for label, g in gains:
