@@ -39,8 +39,8 @@ from .metrics.stream import MEMORY, evaluate_file
 from .power import SIM_TESTS
 
 # imported where used, so that a command loads only what it needs (a small file is
-# scored in a few tenths of a second): pandas (tables, comparisons), scipy (t-test),
-# tqdm (a bar), dask, the span, unjudged and power reports
+# scored in a few tenths of a second): pandas (tables, comparisons), tqdm (a bar),
+# dask, the span, unjudged and power reports
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where it is used
     import pandas as pd
@@ -143,7 +143,9 @@ def _top(run: Columns, n: int, convention: str) -> Columns:
     ranked = np.lexsort((-ids, -run.values.astype(dtype), q))  # query, score, doc id
     starts = np.searchsorted(q[order], q[ranked])  # first row of each row's query
     keep = np.sort(ranked[np.arange(len(q)) - starts < n])
-    return Columns(run.kind, q[keep], run.qids, run.dcode[keep], run.docs, run.values[keep])
+    return Columns(
+        run.kind, q[keep], run.qids, run.dcode[keep], run.docs, run.values[keep]
+    )
 
 
 def _whole(j: argparse.Namespace, got: dict, p) -> tuple:
@@ -176,8 +178,10 @@ def _score(j: argparse.Namespace, got: dict, p) -> object:
                 raise ValueError(f"{option} is not available with --engine dask")
         kw.update(scheduler=j.scheduler)
         out = evaluate_distributed(got["qrels"], p, names, **kw)
-    elif j.memory and Path(p).suffix not in (".parquet", ".lz4", ".json") and not (
-        j.judged_only or j.max_ret
+    elif (
+        j.memory
+        and Path(p).suffix not in (".parquet", ".lz4", ".json")
+        and not (j.judged_only or j.max_ret)
     ):  # a TREC run in batches of whole queries
         out = evaluate_file(got["qrels"], p, names, memory=int(j.memory * 2**20), **kw)
     else:  # parquet, ranx's formats, -J, -M, or no memory limit: the whole run
@@ -288,7 +292,7 @@ def cut_arg(
 def level_arg(
     text: str,  # the option's value as typed
 ) -> int:
-    "The value of `-l` as a non-negative int relevance level (argparse's error otherwise)."
+    "`-l`'s value as a non-negative int relevance level (argparse's error otherwise)."
     if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(
             f"must be a non-negative integer, got {text!r}"
@@ -696,7 +700,8 @@ def _in_trec_eval_order(metrics: list) -> list:
 
 def _trec_text(table, per_query: bool = False, runid: bool = True) -> list:
     """trec_eval's lines for a per-query table, as trec_eval 10 prints them: its
-    measures' order, the asked-for lines only, its 'all' lines summed as it sums them."""
+    measures' order, the asked-for lines only, its 'all' lines summed as it sums
+    them."""
     from irbook.compare import trec_lines  # the layout's one home
 
     order = sorted(table.index, key=lambda q: str(q).encode())  # strcmp: its order
@@ -848,7 +853,7 @@ def _with_power(
     r.extra.append(
         dict(
             md=f"\n\n{head}\n\n{md}",
-            latex=latex + p.to_latex(float_format="%.4f"),
+            latex=lambda: latex + p.to_latex(float_format="%.4f"),  # jinja2: on use
             table=f"\n\n{head}\n{p.to_string(float_format=lambda v: f'{v:.4f}')}",
         )
     )

@@ -507,7 +507,8 @@ class Report:
     text: str | None = None  # the text table, made elsewhere (None: from the frame)
     data: object = None  # the JSON value, when it is not the records
     trec: list | None = None  # trec_eval's lines; None: this report has no such layout
-    extra: list = field(default_factory=list)  # sections after it: text, or {fmt: text}
+    # sections after it: text, or {fmt: text, or a function that makes it on use}
+    extra: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # said once on stderr by the command
     what: str = "this report"  # its name in an error
 
@@ -680,7 +681,8 @@ def render(
         text = r.text
     else:
         text = t.to_string(index=index, float_format=_f4)
-    return text + "".join(e.get(fmt, "") if isinstance(e, dict) else e for e in r.extra)
+    parts = (e.get(fmt, "") if isinstance(e, dict) else e for e in r.extra)
+    return text + "".join(e() if callable(e) else e for e in parts)
 
 # %% ../nbs/api/compare.ipynb #58bbacce
 def plot_comparison(

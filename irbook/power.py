@@ -11,23 +11,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from irbook.stats import (
-    _BIG,
-    _EPS,
-    _ibeta,
-    _log_front,
-    _split,
-    _stirling,
+    nct_cdf,
     paired_bootstrap,
     randomization_test,
     t_quantile,
 )
 
+_EPS = sys.float_info.epsilon  # double precision's machine epsilon
+
 if TYPE_CHECKING:  # pandas is imported on use: it costs a command line 0.25 s
     import pandas as pd
 
 # %% auto #0
-__all__ = ['SIM_TESTS', 'nct_cdf', 'power_t', 'mdd', 'n_for', 'residual_variance', 'diff_sd', 'plan', 'pilot_diffs', 'power_sim',
-           'mdd_sim', 'n_for_sim', 'power_columns']
+__all__ = ['SIM_TESTS', 'power_t', 'mdd', 'n_for', 'residual_variance', 'diff_sd', 'plan', 'pilot_diffs', 'power_sim', 'mdd_sim',
+           'n_for_sim', 'power_columns']
 
 # %% ../nbs/api/power.ipynb #36f4fd14
 def _level(alpha: float, power: float):
@@ -53,82 +50,32 @@ def _queries(n) -> int:
         raise ValueError(f"n (queries) must be an integer >= 2, got {n!r}")
     return int(n)
 
-# %% ../nbs/api/power.ipynb #e09c58e1
-def _log_ratio_half(a: float) -> float:
-    "ln(Gamma(a + 1/2) / Gamma(a)), a > 0."
-    if a < _BIG:
-        return math.lgamma(a + 0.5) - math.lgamma(a)
-    return (
-        0.5 * math.log(a) + _stirling(a + 0.5) - _stirling(a)
-        + (a * math.log1p(0.5 / a) - 0.5)
-    )  # fmt: skip
-
-
-def _log_poisson(k: int, lam: float) -> float:
-    "ln(e^-lam lam^k / k!) at k = floor(lam) (Loader's deviance form when k is large)."
-    if k < _BIG:
-        return -lam + (k * math.log(lam) if k else 0.0) - math.lgamma(k + 1)
-    v = (k - lam) / lam  # in (-1/lam, 0]
-    bd0 = lam * (v * math.log1p(v) - (v - math.log1p(v)))  # k ln(k/lam) + lam - k
-    return -bd0 - 0.5 * math.log(2 * math.pi * k) - _stirling(k)
-
-
-def _nct_cdf_pos(t: float, df: float, nc: float) -> float:
-    """P(T <= t) of the noncentral t, t >= 0: Phi(-nc) plus Poisson-weighted incomplete
-    betas, summed both ways from the Poisson mode (Benton and Krishnamoorthy 2003)."""
-    base = 0.5 * math.erfc(nc / math.sqrt(2))  # Phi(-nc)
-    if t == 0 or t * t / df == 0:
-        return base
-    lam = 0.5 * nc * nc
-    k = math.floor(lam)
-    x, y, lx, ly = _split(t, df)  # x = t^2 / (df + t^2)
-    b, c = 0.5 * df, nc / math.sqrt(2)
-    lpk = _log_poisson(k, lam)
-    pk = math.exp(lpk)  # e^-lam lam^k / k!
-    qk = math.exp(lpk - _log_ratio_half(k + 1))  # e^-lam lam^k / Gamma(k + 3/2)
-    a1, a2 = k + 0.5, k + 1.0
-    i1, i2 = _ibeta(a1, b, x, y, lx, ly)[0], _ibeta(a2, b, x, y, lx, ly)[0]
-    # I_x(a + 1, b) = I_x(a, b) - g(a), g(a) = x^a y^b / (a B(a, b))
-    g1 = math.exp(_log_front(a1, b, lx, ly)) / a1
-    g2 = math.exp(_log_front(a2, b, lx, ly)) / a2
-    span = int(9 * math.sqrt(lam)) + 30  # the Poisson mass beyond is under 1e-17
-    total = 0.0
-    p, q, j1, j2, h1, h2 = pk, qk, i1, i2, g1, g2
-    for j in range(k, k + span):  # forward from the mode
-        total += p * j1 + c * q * j2
-        j1, j2 = j1 - h1, j2 - h2
-        h1 *= x * (j + 0.5 + b) / (j + 1.5)
-        h2 *= x * (j + 1 + b) / (j + 2)
-        p, q = p * lam / (j + 1), q * lam / (j + 1.5)
-        if p == 0 and q == 0:
-            break
-    p, q, j1, j2 = pk, qk, i1, i2
-    if k:  # g(a - 1) = g(a) a / (x (a - 1 + b))
-        h1, h2 = g1 * a1 / (x * (a1 - 1 + b)), g2 * a2 / (x * (a2 - 1 + b))
-    for j in range(k - 1, max(-1, k - span - 1), -1):  # backward from the mode
-        j1, j2 = j1 + h1, j2 + h2
-        p, q = p * (j + 1) / lam, q * (j + 1.5) / lam
-        total += p * j1 + c * q * j2
-        if j:
-            h1 *= (j + 0.5) / (x * (j - 0.5 + b))
-            h2 *= (j + 1) / (x * (j + b))
-    return base + 0.5 * total
-
-
-def nct_cdf(
-    t: float,  # where
-    df: float,  # degrees of freedom (> 0)
-    nc: float,  # noncentrality
+# %% ../nbs/api/power.ipynb #b5f24063
+def power_t(
+    d: float,  # the true mean difference
+    n: int,  # number of queries (2 or more)
+    sd: float,  # sd of a per-query difference (`diff_sd`)
+    alpha: float = 0.05,  # the test's level: two-sided, at alpha
 ) -> float:
-    "P(T <= t) for the noncentral t with `df` degrees of freedom (a float)."
-    t, df, nc = float(t), float(df), float(nc)
-    if math.isnan(t) or math.isnan(df) or math.isnan(nc) or df <= 0 or math.isinf(nc):
-        return math.nan
-    if math.isinf(t):
-        return 1.0 if t > 0 else 0.0
-    return _nct_cdf_pos(t, df, nc) if t >= 0 else 1.0 - _nct_cdf_pos(-t, df, -nc)
+    """Power of the two-sided paired t-test: true mean difference d, n queries. Returns
+    the chance (a float) that the test rejects."""
+    n, sd = _queries(n), _positive(sd, "sd")
+    _level(alpha, (1 + alpha) / 2)
+    df, nc = n - 1, abs(float(d)) * math.sqrt(n) / sd  # the power is symmetric in d
+    if math.isnan(nc) or nc == math.inf:
+        return 1.0 if nc == math.inf else math.nan
+    crit = _crit(alpha, df)
+    # the wrong-sign tail is below Phi(-nc): under 1e-17 from nc = 8.5
+    far = 1.0 - nct_cdf(crit, df, -nc) if nc < 8.5 else 0.0
+    return float(1.0 - nct_cdf(crit, df, nc) + far)
 
 
+@lru_cache(maxsize=1024)
+def _crit(alpha: float, df: int) -> float:
+    "The two-sided t-test's critical value (cached: `mdd`, `n_for` ask often)."
+    return t_quantile(alpha, df)
+
+# %% ../nbs/api/power.ipynb #dafe478c
 def _brent(f, lo: float, hi: float, xtol: float, rtol: float = 4 * _EPS) -> float:
     """A root of f between lo and hi, where f changes sign: Brent's method (secant or
     inverse quadratic steps while they shrink the bracket fast enough, else halving)."""
@@ -167,31 +114,6 @@ def _brent(f, lo: float, hi: float, xtol: float, rtol: float = 4 * _EPS) -> floa
         b += d if abs(d) > tol else math.copysign(tol, m)
         fb = f(b)
     raise ArithmeticError("Brent's method: no convergence")
-
-# %% ../nbs/api/power.ipynb #b5f24063
-def power_t(
-    d: float,  # the true mean difference
-    n: int,  # number of queries (2 or more)
-    sd: float,  # sd of a per-query difference (`diff_sd`)
-    alpha: float = 0.05,  # the test's level: two-sided, at alpha
-) -> float:
-    """Power of the two-sided paired t-test: true mean difference d, n queries. Returns
-    the chance (a float) that the test rejects."""
-    n, sd = _queries(n), _positive(sd, "sd")
-    _level(alpha, (1 + alpha) / 2)
-    df, nc = n - 1, abs(float(d)) * math.sqrt(n) / sd  # the power is symmetric in d
-    if math.isnan(nc) or nc == math.inf:
-        return 1.0 if nc == math.inf else math.nan
-    crit = _crit(alpha, df)
-    # the wrong-sign tail is below Phi(-nc): under 1e-17 from nc = 8.5
-    far = 1.0 - _nct_cdf_pos(crit, df, -nc) if nc < 8.5 else 0.0
-    return float(1.0 - _nct_cdf_pos(crit, df, nc) + far)
-
-
-@lru_cache(maxsize=1024)
-def _crit(alpha: float, df: int) -> float:
-    "The two-sided t-test's critical value (cached: `mdd`, `n_for` ask often)."
-    return t_quantile(alpha, df)
 
 # %% ../nbs/api/power.ipynb #00025161
 def mdd(

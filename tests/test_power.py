@@ -17,7 +17,6 @@ from irbook.power import (
     mdd_sim,
     n_for,
     n_for_sim,
-    nct_cdf,
     pilot_diffs,
     plan,
     power_columns,
@@ -25,6 +24,7 @@ from irbook.power import (
     power_t,
     residual_variance,
 )
+from irbook.stats import nct_cdf
 
 GRID = [
     (n, alpha, power)
