@@ -67,8 +67,8 @@ def read_trec(path, kind) -> dict:
 
 def ours_name(measure: str, lvl: int) -> str | None:
     "The trec_eval measure as irbook evaluates it (with -l), None if irbook lacks it."
-    if measure == "relstring" or (measure == "infAP" and not POOLED):
-        return None  # a string; infAP needs the pooled docs: test_new_measures_*
+    if measure == "relstring":
+        return None  # a string per query: test_new_measures_*
     if measure == "rbp":
         measure = "rbp.9"  # trec_eval's default persistence; bare "rbp" is refused
     elif M.from_trec_eval(measure) is None:
@@ -522,24 +522,12 @@ def new_lines() -> dict:
 
 
 CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
-# Ranked records the pooled unjudged docs (qrels label < 0) that infAP and relstring
-# tell apart from docs outside the qrels; until the join does, the tests below give it
-POOLED = "pooled" in M.Ranked.__dataclass_fields__
 
 
-def ranked_with_pool(qrels, run, lvl_unused=1, mc=False):
-    "`to_ranked` under trec_eval's convention, with `pooled` filled from the qrels."
+def ranked_with_pool(qrels, run, mc=False):
+    "`to_ranked` under trec_eval's convention (it records the pooled unjudged docs)."
     qc = M.Columns.from_dict(qrels, "qrels")
-    r = M.to_ranked(qc, run, mc, keep_ids=True, convention="trec_eval")
-    if not POOLED:
-        r.pooled = np.array(
-            [
-                [d is not None and qrels[q].get(d, 0) < 0 for d in row]
-                for q, row in zip(r.query_ids, r.doc_ids)
-            ],
-            bool,
-        ).reshape(r.rel.shape)
-    return r
+    return M.to_ranked(qc, run, mc, convention="trec_eval")
 
 
 def compare_new(expected: dict, qrels, run, lvl=1, mc=False):
@@ -615,11 +603,33 @@ def test_pooled_docs_tell_infap_apart(trec_eval, tmp_path):
     assert T.infAP(ranked_with_pool(unpooled, run))[0] < want
 
 
-@pytest.mark.xfail(not POOLED, reason="the join records no pooled docs", strict=True)
-def test_join_records_pooled_docs():
+@pytest.mark.parametrize("source", ["dicts", "columns", "ranx"])
+def test_join_records_pooled_docs(source):
     "to_ranked marks a doc the qrels label < 0 (trec_eval's RELVALUE_UNJUDGED)."
-    r = M.to_ranked({"q": {"a": -1, "b": 1}}, {"q": {"a": 2.0, "b": 1.0, "c": 0.5}})
-    assert r.pooled.tolist() == [[True, False, False]]
+    qrels = {"q": {"a": -1, "b": 1, "d": -3}}
+    run = {"q": {"a": 2.0, "b": 1.0, "c": 0.5, "d": 0.1}}
+    if source == "columns":
+        qrels, run = M.Columns.from_dict(qrels, "qrels"), M.Columns.from_dict(run, "run")
+    elif source == "ranx":
+        ranx = pytest.importorskip("ranx")
+        qrels, run = ranx.Qrels(qrels), ranx.Run(run)
+    for c in ("ranx", "trec_eval", "pytrec_eval"):
+        r = M.to_ranked(qrels, run, convention=c, widths=(6, 0))
+        assert r.pooled.tolist() == [[True, False, False, True, False, False]], c
+        assert r.judged.tolist() == [[False, True, False, False, False, False]], c
+        assert not M.drop_unjudged(r).pooled.any()
+
+
+def test_pooled_and_outside_ties_in_trec_evals_order(trec_eval, tmp_path):
+    "A pooled and an unpooled doc tied on score: doc id descending, as trec_eval."
+    qrels = {"q": {"r": 1, "p": -1, "n": 0}}
+    run = {"q": {"p": 1.0, "x": 1.0, "r": 0.5, "n": 2.0}}
+    exp = run_trec_eval(trec_eval, ["-q", "-m", "infAP", "-m", "relstring"], *write(
+        tmp_path, qrels, run
+    ))  # fmt: skip
+    r = ranked_with_pool(qrels, run)
+    assert exp["relstring"]["q"] == f"'{T.relstring(r)[0]}'" == "'0-.1'"
+    assert abs(T.infAP(r)[0] - float(exp["infAP"]["q"])) <= 0.5e-4
 
 
 PATH_NAMES = ["gm_bpref", "utility", "11pt_avg", "binG", "G", "ndcg_rel", "Rndcg",

@@ -786,7 +786,10 @@ def drop_unjudged(
     ids = r.doc_ids
     if ids is not None:
         ids = np.where(real, np.take_along_axis(ids, order, 1), None)
-    return replace(r, rel=rel, judged=real, retrieved=real.copy(), doc_ids=ids)
+    pooled = np.zeros_like(real)  # a pooled doc is unjudged: dropped too
+    return replace(
+        r, rel=rel, judged=real, retrieved=real.copy(), doc_ids=ids, pooled=pooled
+    )
 
 # %% ../../nbs/api/metrics_registry.ipynb #588fc331
 ERR_MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: a grade-4 document stops 15 users in 16

@@ -95,8 +95,7 @@ def _pooled(
     r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
 ) -> np.ndarray:
     "(n_q, depth) bool: the doc is in the qrels with a label < 0 (pooled, unjudged)."
-    pooled = getattr(r, "pooled", None)  # recorded by the join where it has the field
-    return np.zeros(r.rel.shape, bool) if pooled is None else pooled & r.retrieved
+    return r.pooled & r.retrieved & ~r.judged  # a hole filled (unjudged.py): judged
 
 # %% ../../nbs/api/metrics_trec.ipynb #968f4a7b
 INFAP_EPSILON = 1e-5  # trec_eval.h: keeps the estimate finite with no judged doc above
