@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import importlib
 import json
 import os
 import re
@@ -31,10 +32,10 @@ if TYPE_CHECKING:  # annotations only: pandas and ranx are imported on use
 # %% auto #0
 __all__ = ['ENV_DATA', 'ENV_CACHE', 'ENV_OFFLINE', 'ENV_URL_HOST', 'FASTBOOK_CHAPTERS', 'JQARA_RUN_SHA256', 'JQARA_RUNS',
            'SOURCES', 'ENV_BENCH', 'BENCH_URL', 'MARKER', 'Source', 'DataError', 'ChecksumError', 'DataNotFound',
-           'MalformedData', 'data_dir', 'cache_dir', 'sha256_file', 'download', 'fetch', 'lfs_sha256', 'load_notebook',
-           'load_fastbook_chapter', 'load_benchmark', 'load_fts_keywords', 'load_jqara_qrels', 'load_jqara_run',
-           'load_jqara_leaderboard', 'load_jsquad', 'bench_record', 'folder_hashes', 'folder_is_complete',
-           'build_folder']
+           'MalformedData', 'data_dir', 'cache_dir', 'sha256_file', 'download', 'fetch', 'lfs_sha256', 'needs',
+           'load_notebook', 'load_fastbook_chapter', 'load_benchmark', 'load_fts_keywords', 'load_jqara_qrels',
+           'load_jqara_run', 'load_jqara_leaderboard', 'load_jsquad', 'bench_record', 'folder_hashes',
+           'folder_is_complete', 'build_folder']
 
 # %% ../nbs/api/data.ipynb #0afad3f1
 # a directory holding an offline copy (checked first, never written to)
@@ -406,6 +407,20 @@ def lfs_sha256(
         raise MalformedData(f"{raw} is not a Git LFS pointer: {text[:60]!r}")
     return m.group(1)
 
+# %% ../nbs/api/data.ipynb #1553a3c3
+def needs(
+    module: str,  # the module a function is about to use, e.g. "matplotlib.pyplot"
+    extra: str,  # the irbook extra that installs it, e.g. "plots"
+):
+    "`module`, imported; or an ImportError naming the extra that installs it."
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(
+            f"this needs {module}, which `pip install irbook` leaves out: "
+            f'pip install "irbook[{extra}]"'
+        ) from None
+
 # %% ../nbs/api/data.ipynb #e2d0bc2b
 def _reject(path: Path, msg: str):
     "Raise MalformedData; a rejected file in the cache is deleted, never served again."
@@ -501,7 +516,7 @@ def load_fts_keywords() -> pd.DataFrame:
 # %% ../nbs/api/data.ipynb #e3a972e3
 def load_jqara_qrels() -> Qrels:
     "JQaRA test judgements (1,667 questions x 100 candidates) as a ranx `Qrels`."
-    from ranx import Qrels
+    Qrels = needs("ranx", "ranx").Qrels
 
     name = "jqara/qrels.trec"
     path, q = _fetch_read(
@@ -516,7 +531,7 @@ def load_jqara_run(
     run_name: str,  # one of `JQARA_RUNS`, e.g. 'bm25'
 ) -> Run:
     "The published JQaRA ranking `run_name` (see `JQARA_RUNS`) as a named ranx `Run`."
-    from ranx import Run
+    Run = needs("ranx", "ranx").Run
 
     if run_name not in JQARA_RUNS:
         raise ValueError(

@@ -7,13 +7,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .data import needs
 from .metrics.graded import gain
 from .metrics.join import Ranked, to_ranked
 from .metrics.rank import average_precision, bpref, mrr
 from .power import mdd, power_t
 
 if TYPE_CHECKING:  # matplotlib and pandas are imported on use
-    import matplotlib.pyplot as plt
+    plt = needs("matplotlib.pyplot", "plots")
     import pandas as pd
 
     from irbook.stats import PairedBootstrap
@@ -30,7 +31,7 @@ def plot_ranked(
 ) -> plt.Figure:
     """The arrays rel, judged, retrieved and ideal of `r` as four labelled grids: a
     Figure."""
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     arrays = [
         ("rel", r.rel, "Greens"),
@@ -80,7 +81,7 @@ def label_color(
 
 # %% ../nbs/api/figures.ipynb #83d5eeb6
 def _legend(ax):
-    from matplotlib.patches import Patch
+    Patch = needs("matplotlib.patches", "plots").Patch
 
     handles = [
         Patch(facecolor=LABEL_COLORS[g], edgecolor="#999", label=f"label {g}")
@@ -112,8 +113,8 @@ def plot_ranking(
 ) -> plt.Figure:
     """Draw one ranked list as boxes coloured by label, with a cut line and bars.
     Returns the Figure."""
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
-    from matplotlib.patches import Rectangle
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
+    Rectangle = needs("matplotlib.patches", "plots").Rectangle
 
     rel = np.asarray(rel, float)
     n = len(rel)
@@ -221,7 +222,7 @@ def plot_at_k(
     ax: plt.Axes | None = None,  # Axes to draw on; None: a new figure
 ) -> plt.Figure:
     "Line plot of metric values against the cut-off k: a Figure."
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     if ax is None:
         fig, ax = plt.subplots(figsize=(5.5, 3))
@@ -241,7 +242,7 @@ def plot_at_k(
 # %% ../nbs/api/figures.ipynb #75054430
 def _outline(ax, rank, color="black"):
     "Thick frame around the box at `rank` of a `plot_ranking` row."
-    from matplotlib.patches import Rectangle
+    Rectangle = needs("matplotlib.patches", "plots").Rectangle
 
     ax.add_patch(Rectangle((rank - 0.5, 0.03), 1.0, 0.94, fill=False, ec=color, lw=2.5))
 
@@ -253,7 +254,7 @@ def plot_first_relevant(
     rel_lvl: int = 1,  # the lowest label that counts as relevant
 ) -> plt.Figure:
     "Each query's ranking as a row of boxes, its first relevant doc framed: a Figure."
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     r = to_ranked(qrels, run, keep_ids=True)
     hit = r.relevant(rel_lvl) & r.top(k)
@@ -345,7 +346,7 @@ def plot_rbp_weights(
     ax: plt.Axes | None = None,  # Axes to draw on; None: a new figure
 ) -> plt.Axes:
     "RBP's weight (1 - p) p**(i-1) at each rank i for several persistences p: the Axes."
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.4))
@@ -379,8 +380,8 @@ def plot_bpref_pairs(
 ) -> plt.Figure:
     """One query's ranking with arcs from judged non-relevant docs to relevant ones: a
     Figure."""
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
-    from matplotlib.patches import FancyArrowPatch
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
+    FancyArrowPatch = needs("matplotlib.patches", "plots").FancyArrowPatch
 
     r = to_ranked(qrels, run, keep_ids=True)
     q = r.query_ids[0] if query is None else query
@@ -435,7 +436,7 @@ def plot_log_discount(
     ax: plt.Axes | None = None,  # Axes to draw on; None: a new figure
 ) -> plt.Axes:
     "DCG's discount 1/log2(i+1) per rank, beside reciprocal rank's 1/i: the Axes."
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.2))
@@ -472,7 +473,7 @@ def plot_gains(
     ax: plt.Axes | None = None,  # Axes to draw on; None: a new figure
 ) -> plt.Axes:
     "Gain of each label, linear next to exponential (2**label - 1): the Axes."
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3))
@@ -500,7 +501,7 @@ def plot_dcg_vs_ideal(
     burges: bool = False,  # Burges' gain 2**label - 1; False: the label
 ) -> plt.Figure:
     "One query's ranking and its ideal ranking with their DCG contributions: a Figure."
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     r = to_ranked(qrels, run, keep_ids=True)
     q = r.query_ids[0] if query is None else query
@@ -567,7 +568,7 @@ def plot_forest(
 ) -> plt.Axes:
     """Forest plot of a `bootstrap_table` result: mean as a dot, interval as a bar.
     Returns the Axes."""
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     d = cis.sort_values("mean") if sort else cis.iloc[::-1]
     own = ax is None  # a figure of our own: lay it out
@@ -601,7 +602,7 @@ def plot_bootstrap_diff(
 ) -> plt.Axes:
     """Histogram of a `paired_bootstrap` result's differences, interval and zero marked:
     the Axes."""
-    import matplotlib.pyplot as plt  # on use: evaluation needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: evaluation needs no plotting
 
     own = ax is None  # a figure of our own: lay it out
     if own:
@@ -635,7 +636,7 @@ def plot_bounds(
 ) -> plt.Figure:
     """Each system's lower-to-upper range per metric (blue: a true bound, orange: not):
     a Figure."""
-    import matplotlib.pyplot as plt
+    plt = needs("matplotlib.pyplot", "plots")
 
     fig, axes = plt.subplots(1, len(metrics), figsize=(7, 2.6), sharey=True)
     axes = np.atleast_1d(axes)
@@ -659,7 +660,7 @@ def plot_power_curves(
 ) -> plt.Figure:
     """Power against n for several differences; the MDD against n at several powers: a
     Figure."""
-    import matplotlib.pyplot as plt
+    plt = needs("matplotlib.pyplot", "plots")
 
     ns = np.unique(np.geomspace(5, 5000, 80).astype(int)) if ns is None else ns
     fig, (left, right) = plt.subplots(1, 2, figsize=(7, 3.2))

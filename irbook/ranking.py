@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from .data import needs
 from .ppi import ppi_interval, ppi_paired
 from .stats import t_quantile
 
@@ -315,7 +316,7 @@ def plot_ranks(
 ):
     """A horizontal bar per system from its best to its worst rank; dots: observed
     ranks. Returns the matplotlib Axes."""
-    import matplotlib.pyplot as plt  # on use: ranking needs no plotting
+    plt = needs("matplotlib.pyplot", "plots")  # on use: ranking needs no plotting
 
     k = len(ranks)
     if ax is None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .core import check_k
+from .data import needs
 from .metrics import Ranked, evaluate, parse_metric
 from .metrics.registry import AGGREGATES
 
@@ -723,19 +724,6 @@ def coverage(
         zero_width=float(np.mean(hi - lo <= 1e-12)),
     )
 
-# %% ../nbs/api/stats.ipynb #f289b417
-def _needs(module: str, extra: str):
-    "`module` imported, or an ImportError naming the extra that installs it."
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ImportError(
-            f"this needs {module}, which `pip install irbook` leaves out: "
-            f'pip install "irbook[{extra}]"'
-        ) from None
-
 # %% ../nbs/api/stats.ipynb #4005bb22
 def ranx_per_query(
     qrels,  # judgments: a dict or ranx Qrels
@@ -745,7 +733,7 @@ def ranx_per_query(
 ) -> dict:
     """ranx's per-query scores as a dict `{metric: array}` (dicts become ranx objects
     first)."""
-    ranx = _needs("ranx", "ranx")  # on use: ranx's numba start-up is slow
+    ranx = needs("ranx", "ranx")  # on use: ranx's numba start-up is slow
 
     Q = qrels if isinstance(qrels, ranx.Qrels) else ranx.Qrels(qrels)
     R = run if isinstance(run, ranx.Run) else ranx.Run(run)
@@ -825,12 +813,12 @@ def four_tools(
     dict {tool: mean}."""
     import warnings
 
-    ranx = _needs("ranx", "ranx")
+    ranx = needs("ranx", "ranx")
 
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore")
-        pytrec_eval = _needs("pytrec_eval", "lessons")
+        pytrec_eval = needs("pytrec_eval", "lessons")
 
         te = pytrec_eval.RelevanceEvaluator(qrels, {trec}, **kw).evaluate(run)
         key = trec.replace(".", "_")
@@ -843,7 +831,7 @@ def four_tools(
             "trec_eval": float(np.mean([v[key] for v in te.values()])),
         }
         if irm is not None:
-            ir_measures = _needs("ir_measures", "lessons")
+            ir_measures = needs("ir_measures", "lessons")
 
             out["ir_measures"] = ir_measures.calc_aggregate([irm], qrels, run)[irm]
     return out

@@ -103,11 +103,6 @@ def test_extras_name_what_the_optional_paths_import():
 
 # --- every import of an evaluator module, read from the source (no import needed)
 
-# the course's modules: the evaluator must not need them, nor what they import
-COURSE_MODULES = {
-    "fastbook", "part2", "jqara", "japanese", "synthetic", "synthetic_eval", "noise",
-    "negatives", "finetune", "training_filters", "chunking", "judges", "_modidx",
-}  # fmt: skip
 # what an evaluator module may import on use beyond `dependencies`: the extra with it
 EXTRAS = {
     "matplotlib": "plots",
@@ -124,15 +119,10 @@ EXTRAS = {
     "ir_datasets": "ranx",  # ranx requires it; a qrels named by its ir_datasets id
 }
 # imports on use of an extra's module with no local guard (a try naming the install,
-# or irbook.stats._needs): what is left to do (issue 36); the list may only shrink
+# or irbook.data.needs): what is left to do (issue 36); the list may only shrink
 UNGUARDED = {
-    ("data", "ranx"),
-    ("figures", "matplotlib"),
-    ("ranking", "matplotlib"),
     ("metrics/io", "cbor2"),
     ("metrics/io", "lz4"),
-    ("metrics/distributed", "dask"),
-    ("metrics/distributed", "distributed"),
 }
 
 
@@ -140,14 +130,14 @@ def _evaluator_files():
     for p in sorted((ROOT / "irbook").rglob("*.py")):
         rel = p.relative_to(ROOT / "irbook").with_suffix("").as_posix()
         top = rel.split("/")[0]
-        if p.stem in COURSE_MODULES or top in {"search", "course"}:
+        if top == "course" or p.stem == "_modidx":  # the course's code: irbook/course
             continue
         yield rel, p
 
 
 def _imports(path):
     """(module, at import time?, guarded?) for every absolute import in a file; a call
-    `_needs("m", ...)` counts as a guarded import of m made on use."""
+    `needs("m", ...)` counts as a guarded import of m made on use."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     out = []
 
@@ -177,7 +167,7 @@ def _imports(path):
             elif (
                 isinstance(child, ast.Call)
                 and isinstance(child.func, ast.Name)
-                and child.func.id == "_needs"
+                and child.func.id == "needs"
                 and child.args
                 and isinstance(child.args[0], ast.Constant)
             ):

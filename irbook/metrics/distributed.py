@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..data import needs
 from .columns import FRAME_COLUMNS, Columns
 from .conventions import Convention, get_convention
 from .io import parse_block, read_columns
@@ -184,7 +185,7 @@ def scheduler_of(
     """A context manager giving what `dask.compute` takes for `scheduler`: a Client for
     an address (closed on exit), else `scheduler` itself."""
     if isinstance(scheduler, str) and "://" in scheduler:  # tcp://host:8786
-        from distributed import Client
+        Client = needs("distributed", "dask").Client
 
         with Client(scheduler) as client:
             yield client
@@ -237,7 +238,7 @@ def _among(t, ids):
 
 def _broadcast(table, scheduler):
     "`table` as one dask object; on a cluster, on every worker (none is favoured)."
-    import dask
+    dask = needs("dask", "dask")
 
     if scheduler is None:  # dask's default: a Client made in this process, if any
         try:
@@ -271,7 +272,7 @@ def evaluate_distributed(
             kw = dict(per_query=per_query, make_comparable=make_comparable)
             kw.update(convention=convention, scheduler=scheduler, timings=timings)
             return evaluate_distributed(qrels, data, metrics, **kw)
-    import dask
+    dask = needs("dask", "dask")
     import pandas as pd
 
     names = expand_metrics(metrics)
