@@ -1,34 +1,44 @@
-"""MS MARCO-shaped evaluation, like for like: `irbook eval` against pytrec_eval, ranx
-(warm numba cache) and ir_measures, and a bare pyarrow read of the run (the floor).
+"""MS MARCO-shaped evaluation, like for like: `irbook eval` (its json and trec layouts)
+against trec_eval 10 (C), pytrec_eval, ranx (warm numba cache) and ir_measures, and a
+bare pyarrow read of the run (the floor).
 
-    python bench/msmarco.py [--shapes 6980x1000] [--pairs 5] [--json FILE]
-    python bench/msmarco.py --shapes 1000000x100 --pairs 1 --json FILE
-    python bench/msmarco.py --scales 0.1,1,10 --tools irbook,pytrec_eval --pairs 1
+    python bench/msmarco.py [--shapes 6980x1000] [--rounds 5] [--json FILE]
+    python bench/msmarco.py --data /tmp/irbook-msmarco   # the files kept for next time
+    python bench/msmarco.py --tools irbook,irbook_trec,pyarrow,trec_eval,pytrec_eval
+    python bench/msmarco.py --shapes 1000000x100 --rounds 1 --json FILE
+    python bench/msmarco.py --scales 0.1,1,10 --tools irbook,pytrec_eval --rounds 1
 
-The data is generated here, seeded, in a temporary folder (never committed): queries x
-depth retrieved passages (ids like MS MARCO's, up to 8.8M), about 1.07 relevant
-passages per query, the relevant passage retrieved for 40% of the queries.
+The data is generated here, seeded, in a temporary folder (never committed; `--data
+DIR` keeps it there and reuses it): queries x depth retrieved passages (ids like MS
+MARCO's, up to 8.8M), about 1.07 relevant passages per query, the relevant passage
+retrieved for 40% of the queries. 6,980 x 1,000 is the dev set's shape (6,979,615
+lines, 245 MB of TREC text).
 
 Every tool reads the TREC qrels and run from disk with ITS OWN reader
 (`irbook eval` on the command line, which streams the run a batch of whole queries at a
-time by default, `--memory 512` MB; pytrec_eval.parse_qrel/parse_run; ranx
-Qrels/Run.from_file(kind="trec"); ir_measures.read_trec_qrels/read_trec_run) and calls
-its evaluator once for four measures it computes natively: trec_eval's ndcg_cut_10,
-recip_rank (no cut-off: MRR over the whole list), map_cut_1000 and recall_1000
-(irbook and ranx: ndcg@10 mrr map@1000 recall@1000; ir_measures: nDCG@10 RR AP@1000
-R@1000). Nothing else is computed in Python. irbook runs with --convention
-trec_eval, so its
-values equal trec_eval's; ranx breaks ties its own way (a documented difference).
+time by default, `--memory` MB, in its json and its trec layout; trec_eval 10 built
+from its source, `--trec-eval-src`, as tests/conftest.py builds it;
+pytrec_eval.parse_qrel/parse_run; ranx Qrels/Run.from_file(kind="trec");
+ir_measures.read_trec_qrels/read_trec_run) and calls its evaluator once for four
+measures it computes natively: trec_eval's ndcg_cut_10, recip_rank (no cut-off: MRR
+over the whole list), map_cut_1000 and recall_1000 (irbook and ranx: ndcg@10 mrr
+map@1000 recall@1000; ir_measures: nDCG@10 RR AP@1000 R@1000). Nothing else is computed
+in Python. irbook runs with --convention trec_eval, so its values equal trec_eval's;
+ranx breaks ties its own way (a documented difference). The floor, `pyarrow`: a bare
+`pyarrow.csv.read_csv` of the run in a fresh `python -c` (query as dictionary, doc id as
+string, score as float64, the other fields not converted).
 
 Timing: one untimed warm-up process per tool on a small file (ranx's numba cache, in
-a folder of ours, is warm after it), then --pairs rounds; in each round, for every
-peer, a fresh irbook process and then a fresh peer process (alternating pairs), the
-ratio peer / irbook taken per pair. Reported: median and range of the per-pair
-ratios, median and best wall times, CPU times (user + system: less disturbed by other
-loads on a shared machine), peak RSS per process (the kernel's ru_maxrss of the
-child). A process over --timeout seconds or --max-rss-gb of RSS (or leaving the
-machine under 1 GB available) is stopped and recorded as such. Targets (issue 12):
-pytrec_eval / irbook >= 4, ranx (warm) / irbook >= 10, irbook / bare read <= 1.5,
+a folder of ours, is warm after it), then --rounds rounds; in each round every tool
+runs once in a fresh process, the order turned by one place each round (so no tool is
+always first after another), and the ratio tool / irbook (json) is taken within the
+round. Reported: median and range of those ratios, median and best wall times, CPU
+times (user + system: less disturbed by other loads on a shared machine), peak RSS per
+process (the kernel's ru_maxrss of the child, as /usr/bin/time -v reports it), and the
+machine's 1-minute load before each process. A process over --timeout seconds or
+--max-rss-gb of RSS (or leaving the machine under 1 GB available) is stopped and
+recorded as such. Targets (issues 12 and 37): trec_eval / irbook >= 5, pytrec_eval /
+irbook >= 4, ranx (warm) / irbook >= 10, irbook (json and trec) / bare read <= 1.5,
 irbook's peak RSS <= 0.5x pytrec_eval's.
 """
 
@@ -36,6 +46,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
@@ -56,7 +67,14 @@ import json, sys
 from irbook.cli import main
 M = ["ndcg@10", "mrr", "map@1000", "recall@1000"]
 sys.exit(main(["eval", sys.argv[1], sys.argv[2], "-m", *M,
-               "--convention", "trec_eval", "--format", "json"]))
+               "--convention", "trec_eval", "--format", "json", *sys.argv[3:]]))
+""",
+    "irbook_trec": r"""
+import sys
+from irbook.cli import main
+M = ["ndcg@10", "mrr", "map@1000", "recall@1000"]
+sys.exit(main(["eval", sys.argv[1], sys.argv[2], "-m", *M,
+               "--convention", "trec_eval", "--format", "trec", *sys.argv[3:]]))
 """,
     "pytrec_eval": r"""
 import json, sys
@@ -92,27 +110,72 @@ print(json.dumps({str(m): agg[m] for m in M}))
 """,
     "pyarrow": r"""
 import json, sys
+import pyarrow as pa
 import pyarrow.csv as pc
+types = {"q": pa.dictionary(pa.int32(), pa.string()), "d": pa.string(),
+         "s": pa.float64()}
 t = pc.read_csv(sys.argv[2],
-                read_options=pc.ReadOptions(autogenerate_column_names=True),
-                parse_options=pc.ParseOptions(delimiter=" "))
+                read_options=pc.ReadOptions(column_names=list("qzdrst")),
+                parse_options=pc.ParseOptions(delimiter=" "),
+                convert_options=pc.ConvertOptions(column_types=types,
+                                                  include_columns=list(types)))
 print(json.dumps({"rows": t.num_rows}))
 """,
 }
+TREC_EVAL = ["-m", "ndcg_cut.10", "-m", "recip_rank", "-m", "map_cut.1000"]
+TREC_EVAL += ["-m", "recall.1000"]  # trec_eval's command line for the four
 # each tool's printed names -> trec_eval's
 NAMES = {
     "irbook": dict(zip(IRBOOK, MEASURES)),
+    "irbook_trec": dict(zip(MEASURES, MEASURES)),
+    "trec_eval": dict(zip(MEASURES, MEASURES)),
     "ranx": dict(zip(IRBOOK, MEASURES)),
     "ir_measures": dict(zip(["nDCG@10", "RR", "AP@1000", "R@1000"], MEASURES)),
     "pytrec_eval": dict(zip(MEASURES, MEASURES)),
     "pyarrow": {},
 }
-TARGETS = {  # (what, bound): peer / irbook time ratios and irbook's own ratios
-    "pytrec_eval time / irbook >= 4": 4,
-    "ranx (warm) time / irbook >= 10": 10,
-    "irbook time / bare pyarrow read <= 1.5": 1.5,
-    "irbook peak RSS / pytrec_eval's <= 0.5": 0.5,
+TARGETS = {  # what: (bound, tool, its figure, inverted): irbook's figure against tool's
+    "pytrec_eval time / irbook >= 4": (4, "pytrec_eval", "ratio_median", False),
+    "ranx (warm) time / irbook >= 10": (10, "ranx", "ratio_median", False),
+    "irbook time / bare pyarrow read <= 1.5": (1.5, "pyarrow", "ratio_median", True),
+    "irbook peak RSS / pytrec_eval's <= 0.5": (
+        0.5,
+        "pytrec_eval",
+        "rss_ratio_median",
+        True,
+    ),
+    "trec_eval 10 (C) time / irbook >= 5": (5, "trec_eval", "ratio_median", False),
+    "irbook --format trec time / bare pyarrow read <= 1.5": (
+        1.5,
+        "pyarrow",
+        "trec_ratio_median",
+        True,
+    ),
 }
+
+
+def trec_lines(text: str) -> dict:
+    "The summary values ('all' lines) of trec_eval's layout: {measure: value}."
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] == "all":
+            try:
+                out[f[0]] = float(f[2])
+            except ValueError:
+                pass
+    return out
+
+
+def build_trec_eval(src: Path, folder: Path) -> Path | None:
+    "trec_eval built from its source `src` in a copy under `folder`; None if it can't."
+    if not (src / "Makefile").exists() or not shutil.which("make"):
+        return None
+    build = folder / "trec_eval_src"
+    if not (build / "trec_eval").exists():
+        shutil.copytree(src, build, dirs_exist_ok=True)
+        subprocess.run(["make", "-s"], cwd=build, check=True, capture_output=True)
+    return build / "trec_eval"
 
 
 def _table(q, d, rank, score):
@@ -198,13 +261,25 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
+COMMANDS = {}  # tool: a command instead of `python -c CHILD[tool]` (trec_eval)
+EXTRA = []  # arguments given to irbook's command line too (--memory M)
+
+
+def command(tool: str, qrels: Path, run: Path) -> list:
+    "The command line of one fresh process of `tool`."
+    if tool in COMMANDS:
+        return [*COMMANDS[tool], str(qrels), str(run)]
+    extra = EXTRA if tool.startswith("irbook") else []
+    return [sys.executable, "-c", CHILD[tool], str(qrels), str(run), *extra]
+
+
 def measure(tool: str, qrels: Path, run: Path, env: dict, limits: dict) -> dict:
     "One fresh process: wall time, its peak RSS (MB), its values, or why it stopped."
-    stopped = []
+    stopped, load = [], os.getloadavg()[0]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
         p = subprocess.Popen(
-            [sys.executable, "-c", CHILD[tool], str(qrels), str(run)],
+            command(tool, qrels, run),
             stdout=out,
             stderr=err,
             env=env,
@@ -244,19 +319,23 @@ def measure(tool: str, qrels: Path, run: Path, env: dict, limits: dict) -> dict:
         stdout, stderr = out.read().decode(), err.read().decode()
     cpu = usage.ru_utime + usage.ru_stime  # less sensitive to other loads than wall
     r = {"tool": tool, "wall": wall, "cpu": cpu, "rss_mb": usage.ru_maxrss / 1024}
+    r["load"] = load  # the machine's 1-minute load average as the process started
     if stopped:
         return r | {"status": stopped[0]}
     if p.returncode:
         return r | {"status": f"failed ({p.returncode}): {stderr.strip()[-500:]}"}
-    printed = json.loads(stdout.strip().splitlines()[-1])
+    if tool in ("trec_eval", "irbook_trec"):  # trec_eval's layout: 4 decimals
+        printed = trec_lines(stdout)
+    else:
+        printed = json.loads(stdout.strip().splitlines()[-1])
     values = {NAMES[tool][k]: v for k, v in printed.items() if k in NAMES[tool]}
     return r | {"status": "ok", "values": values}
 
 
 def summarise(runs: list, tools: list) -> dict:
-    "Per tool: median/best wall and RSS, values, per-pair ratios to irbook."
+    "Per tool: median/best wall and RSS, values, per-round ratios to irbook."
     out = {}
-    ib = {(r["pair"], r["peer"]): r for r in runs if r["tool"] == "irbook"}
+    by = {(r["round"], r["tool"]): r for r in runs if r["status"] == "ok"}
     for tool in tools:
         mine = [r for r in runs if r["tool"] == tool]
         ok = [r for r in mine if r["status"] == "ok"]
@@ -276,11 +355,12 @@ def summarise(runs: list, tools: list) -> dict:
             "cpu": statistics.median(r["cpu"] for r in ok),
             "rss_mb": statistics.median(rss),
             "rss_mb_max": max(rss),
+            "load": [min(r["load"] for r in ok), max(r["load"] for r in ok)],
             "values": ok[0].get("values", {}),
         }
-        # pairs: each run of this peer and the irbook run just before it
-        pairs = [(r, ib[(r["pair"], tool)]) for r in ok if tool != "irbook"]
-        pairs = [(r, i) for r, i in pairs if i["status"] == "ok"]
+        # within each round: this tool's run and irbook's (json)
+        pairs = [(r, by.get((r["round"], "irbook"))) for r in ok if tool != "irbook"]
+        pairs = [(r, i) for r, i in pairs if i is not None]
         if pairs:
             ratios = [r["wall"] / i["wall"] for r, i in pairs]
             s |= {
@@ -296,6 +376,14 @@ def summarise(runs: list, tools: list) -> dict:
                     r["rss_mb"] / i["rss_mb"] for r, i in pairs
                 ),
             }
+        trec = [(r, by.get((r["round"], "irbook_trec"))) for r in ok]
+        trec = [(r, i) for r, i in trec if i is not None and tool != "irbook_trec"]
+        if trec:  # against irbook's trec layout too
+            ratios = [r["wall"] / i["wall"] for r, i in trec]
+            s |= {
+                "trec_ratio_median": statistics.median(ratios),
+                "trec_ratio_range": [min(ratios), max(ratios)],
+            }
         out[tool] = s
     ref = out.get("irbook", {}).get("values")
     for s in out.values():
@@ -303,18 +391,16 @@ def summarise(runs: list, tools: list) -> dict:
             diffs = {m: abs(s["values"][m] - ref[m]) for m in MEASURES}
             s["abs_diff_vs_irbook"] = diffs
             s["max_abs_diff_vs_irbook"] = max(diffs.values())
+    te, it = (out.get(t, {}).get("values") for t in ("trec_eval", "irbook_trec"))
+    if te and it:  # the same printed lines: trec_eval's 4 decimals
+        out["irbook_trec"]["equal_to_trec_eval"] = te == it
     return out
 
 
 def targets(res: dict) -> dict:
     "Each target: the measured figure, whether it is met (None: not measured)."
     out = {}
-    for (what, bound), tool, key, invert in zip(
-        TARGETS.items(),
-        ["pytrec_eval", "ranx", "pyarrow", "pytrec_eval"],
-        ["ratio_median", "ratio_median", "ratio_median", "rss_ratio_median"],
-        [False, False, True, True],
-    ):
+    for what, (bound, tool, key, invert) in TARGETS.items():
         x = res.get(tool, {}).get(key)
         if x is None:
             note = res.get(tool, {}).get("status", "not run")
@@ -328,41 +414,56 @@ def targets(res: dict) -> dict:
     return out
 
 
-def run_shape(tools, queries, depth, pairs, env, limits, folder) -> dict:
-    "Generate one data set, warm every tool up, then alternate irbook/peer pairs."
+def _files(folder: Path, queries: int, depth: int, seed: int) -> tuple:
+    "The qrels and run of this shape in `folder`: made once, reused while they last."
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = folder / "shape.json"
+    want = {"queries": queries, "depth": depth, "seed": seed}
+    qrels, run = folder / "qrels.dev.tsv", folder / "run.dev.trec"
+    if stamp.exists() and run.exists():
+        had = json.loads(stamp.read_text())
+        if {k: had.get(k) for k in want} == want:
+            return qrels, run, had["lines"]
+    stamp.unlink(missing_ok=True)
+    qrels, run, lines = generate(folder, queries, depth, seed)
+    stamp.write_text(json.dumps(want | {"lines": lines}))  # last: a cut one is remade
+    return qrels, run, lines
+
+
+def run_shape(tools, queries, depth, rounds, env, limits, folder, data=None) -> dict:
+    "Generate one data set, warm every tool up, then rounds of every tool, turning."
     t = time.perf_counter()
-    (folder / "warmup").mkdir(exist_ok=True)
-    warm = generate(folder / "warmup", 100, depth, seed=1)
-    qrels, run, lines = generate(folder, queries, depth)
+    warm = _files(folder / "warmup", 100, depth, 1)
+    home = Path(data) / f"{queries}x{depth}" if data else folder
+    qrels, run, lines = _files(home, queries, depth, 0)
     size = run.stat().st_size
     print(
         f"{queries:,} queries x {depth:,} ({lines:,} lines, {size / 1e6:,.0f} MB) "
-        f"generated in {time.perf_counter() - t:.0f} s; {pairs} alternating pairs",
+        f"ready in {time.perf_counter() - t:.0f} s; {rounds} rounds",
         flush=True,
     )
     for tool in tools:  # untimed: compiles .pyc files, fills ranx's numba cache
         w = measure(tool, *warm[:2], env, limits)
         assert w["status"] == "ok", w
-    peers = [x for x in tools if x != "irbook"] or [None]
     runs = []
-    for i in range(pairs):
-        for peer in peers:
-            for tool in ["irbook", peer] if peer else ["irbook"]:
-                r = measure(tool, qrels, run, env, limits) | {"pair": i, "peer": peer}
-                runs.append(r)
-                print(
-                    f"  pair {i} {tool:12s} {r['wall']:8.2f} s (CPU {r['cpu']:7.2f}) "
-                    f"{r['rss_mb']:8.0f} MB "
-                    f"{r['status'] if r['status'] != 'ok' else ''}",
-                    flush=True,
-                )
+    for i in range(rounds):
+        turn = i % len(tools)
+        for tool in tools[turn:] + tools[:turn]:
+            r = measure(tool, qrels, run, env, limits) | {"round": i}
+            runs.append(r)
+            print(
+                f"  round {i} {tool:12s} {r['wall']:8.2f} s (CPU {r['cpu']:7.2f}) "
+                f"{r['rss_mb']:8.0f} MB  load {r['load']:.2f} "
+                f"{r['status'] if r['status'] != 'ok' else ''}",
+                flush=True,
+            )
     res = summarise(runs, tools)
     return {
         "queries": queries,
         "depth": depth,
         "run_lines": lines,
         "run_mb": size / 1e6,
-        "pairs": pairs,
+        "pairs": rounds,
         "results": res,
         "targets": targets(res),
         "runs": runs,
@@ -386,7 +487,8 @@ def report(shape: dict):
         print(
             f"  {tool:12s} median {s['wall']:7.2f} s (best {s['wall_best']:.2f}, "
             f"CPU {s['cpu']:.2f})  "
-            f"RSS {s['rss_mb']:6.0f} MB  {ratio}"
+            f"RSS {s['rss_mb']:6.0f} MB  load {s['load'][0]:.1f}-{s['load'][1]:.1f}  "
+            f"{ratio}"
             + (
                 f"  max|diff| {diff:.1e}"
                 if diff is not None and tool != "irbook"
@@ -419,8 +521,22 @@ def main():
         help="comma-separated multiples of --queries (e.g. 0.1,1,10) at --depth, "
         "instead of --shapes: how the cost grows",
     )
-    ap.add_argument("--pairs", type=int, default=5, help="alternating pairs per peer")
-    ap.add_argument("--tools", default="irbook,pytrec_eval,ranx,ir_measures,pyarrow")
+    ap.add_argument(
+        "--rounds", "--pairs", type=int, default=5, help="rounds of every tool"
+    )
+    ap.add_argument(
+        "--tools",
+        default="irbook,irbook_trec,pyarrow,trec_eval",
+        help="of irbook, irbook_trec, pyarrow, trec_eval, pytrec_eval, ranx, "
+        "ir_measures",
+    )
+    ap.add_argument("--data", help="keep the generated files here and reuse them")
+    ap.add_argument(
+        "--trec-eval-src",
+        default=str(Path(__file__).resolve().parents[2] / "shared" / "trec_eval"),
+        help="trec_eval 10's source, built in the temporary folder",
+    )
+    ap.add_argument("--memory", type=int, help="irbook eval --memory MB")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per process")
     ap.add_argument("--max-rss-gb", type=float, default=16, help="RSS per process")
     ap.add_argument("--json", help="write the record to this file")
@@ -430,6 +546,10 @@ def main():
     else:
         shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",")]
     tools = a.tools.split(",")
+    if "irbook" not in tools:
+        raise SystemExit("--tools: irbook (json) is the reference of every ratio")
+    if a.memory is not None:
+        EXTRA[:] = ["--memory", str(a.memory)]
     limits = {
         "timeout": a.timeout,
         "max_rss_mb": a.max_rss_gb * 1024,
@@ -465,7 +585,8 @@ def main():
         "versions": versions,
         "load_before": os.getloadavg(),
         "limits": {"timeout_s": a.timeout, "max_rss_gb": a.max_rss_gb},
-        "pairs": a.pairs,
+        "pairs": a.rounds,
+        "irbook_args": EXTRA,
         "depth": shapes[0][1],
         "queries": shapes[0][0],
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -473,8 +594,13 @@ def main():
     out = []
     with tempfile.TemporaryDirectory(prefix="irbook-msmarco-") as tmp:
         env = dict(os.environ, PYTHONWARNINGS="ignore", NUMBA_CACHE_DIR=f"{tmp}/numba")
+        if "trec_eval" in tools:
+            binary = build_trec_eval(Path(a.trec_eval_src), Path(tmp))
+            if binary is None:
+                raise SystemExit(f"no trec_eval source (Makefile) at {a.trec_eval_src}")
+            COMMANDS["trec_eval"] = [str(binary), *TREC_EVAL]
         for q, d in shapes:
-            shape = run_shape(tools, q, d, a.pairs, env, limits, Path(tmp))
+            shape = run_shape(tools, q, d, a.rounds, env, limits, Path(tmp), a.data)
             report(shape)
             out.append(shape)
     meta["load_after"] = os.getloadavg()
