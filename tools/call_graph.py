@@ -11,9 +11,13 @@ level: the items of a list, tuple or dict, the fields of a Namespace). It prints
 - modules: the distinct modules they belong to,
 - returns: the distinct explicit `return` statements those functions executed.
 
-Usage: `python tools/call_graph.py [-v]` (-v: each stay, and stays and returns by
-module). The numbers depend on this suite, not on the machine: rerun it to compare
-two versions.
+With `--namespace`, only the functions entered with the parsed `argparse.Namespace`
+itself count: where the command's arguments go as a whole (the pipeline), not every
+engine function that receives one metric name.
+
+Usage: `python tools/call_graph.py [-v] [--namespace]` (-v: each stay, and stays and
+returns by module). The numbers depend on this suite, not on the machine: rerun it to
+compare two versions.
 """
 
 import argparse
@@ -84,7 +88,7 @@ def suite(f: dict) -> list:
     return out
 
 
-def measure(verbose: bool = False) -> dict:
+def measure(verbose: bool = False, namespace: bool = False) -> dict:
     "Stays, modules and returns of `irbook eval` over `suite` (a dict)."
     from irbook.cli import main
 
@@ -105,6 +109,8 @@ def measure(verbose: bool = False) -> dict:
         seen, keep, stays, rets = set(), [], {}, set()
 
         def tainted(v, depth=0) -> bool:
+            if namespace:
+                return isinstance(v, argparse.Namespace)
             if id(v) in strings or id(v) in seen:
                 return True
             if isinstance(v, argparse.Namespace):
@@ -158,5 +164,5 @@ def measure(verbose: bool = False) -> dict:
 if __name__ == "__main__":
     os.environ.setdefault("TQDM_DISABLE", "1")
     sys.path.insert(0, str(ROOT))
-    r = measure("-v" in sys.argv)
+    r = measure("-v" in sys.argv, "--namespace" in sys.argv)
     print(f"stays {r['stays']}, modules {r['modules']}, returns {r['returns']}")
