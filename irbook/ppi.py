@@ -153,7 +153,7 @@ def power_lambda(
 
 FOLDS = 5  # PPI++'s lambda for each fold is fitted on the others
 
-
+# %% ../nbs/api/ppi.ipynb #40212fee
 def fold_lambdas(
     y: np.ndarray | list,  # human-judged questions' values, human qrels
     f_labeled: np.ndarray | list,  # the same questions' values, the judge's qrels
@@ -171,7 +171,7 @@ def fold_lambdas(
         lams[~out] = power_lambda(y[out], fl[out], fu)
     return lams
 
-
+# %% ../nbs/api/ppi.ipynb #1526ddfc
 def ppi_interval(
     y: np.ndarray | list,  # human-judged questions' values, human qrels
     f_labeled: np.ndarray | list,  # the same questions' values, the judge's qrels

@@ -272,7 +272,7 @@ def _stirling(z: float) -> float:
         s = s * w + c
     return s / z
 
-
+# %% ../nbs/api/stats.ipynb #b3f9b7db
 def _lbeta(a: float, b: float) -> float:
     "ln B(a, b) for a, b > 0, the large terms of ln Gamma cancelled by hand."
     p, q = min(a, b), max(a, b)
@@ -290,7 +290,7 @@ def _lbeta(a: float, b: float) -> float:
         )
     return math.lgamma(p) + math.lgamma(q) - math.lgamma(s)
 
-
+# %% ../nbs/api/stats.ipynb #1a529172
 def _log_front(a: float, b: float, lx: float, ly: float) -> float:
     "ln(x^a y^b / B(a, b)) from ln x and ln y."
     if a >= _BIG and b >= _BIG:  # a ln x and ln B nearly cancel: take deviations
@@ -325,7 +325,7 @@ def _bfrac(a: float, b: float, x: float, y: float, lam: float) -> float:
         an, bn, anp1, bnp1 = an / bnp1, bn / bnp1, r, 1.0  # rescaled
     raise ArithmeticError(f"incomplete beta: no convergence at {a=}, {b=}, {x=}")
 
-
+# %% ../nbs/api/stats.ipynb #cf93a38a
 def _ibeta(a, b, x, y, lx, ly) -> tuple:
     """(I_x(a, b), 1 - I_x(a, b)), the regularized incomplete beta and its complement,
     each to its own relative precision; y = 1 - x, lx = ln x, ly = ln y."""
@@ -371,7 +371,7 @@ def t_sf(
     tail = 0.5 * _ibeta(0.5 * df, 0.5, v, u, lv, lu)[0]  # I_{df/(df+t^2)}(df/2, 1/2)/2
     return tail if t > 0 else 1.0 - tail
 
-
+# %% ../nbs/api/stats.ipynb #c472d2cf
 def _t_lpdf(t: float, df: float) -> float:
     "ln of Student's t density at t."
     if df == math.inf:
@@ -407,7 +407,7 @@ def _t_isf(p: float, df: float) -> float:
         t = new
     raise ArithmeticError(f"t quantile: no convergence at {p=}, {df=}")
 
-
+# %% ../nbs/api/stats.ipynb #140c82b5
 def t_isf(
     p: float,  # an upper-tail probability
     df: float,  # degrees of freedom (> 0; inf: the normal)
@@ -422,7 +422,7 @@ def t_isf(
         return 0.0
     return _t_isf(p, df) if p < 0.5 else -_t_isf(1 - p, df)
 
-
+# %% ../nbs/api/stats.ipynb #807093d7
 def t_quantile(
     alpha: float,  # level: the 1 - alpha/2 quantile
     df: float,  # degrees of freedom
@@ -457,7 +457,7 @@ def _log_poisson(k: int, lam: float) -> float:
     bd0 = lam * (v * math.log1p(v) - (v - math.log1p(v)))  # k ln(k/lam) + lam - k
     return -bd0 - 0.5 * math.log(2 * math.pi * k) - _stirling(k)
 
-
+# %% ../nbs/api/stats.ipynb #f446c584
 def _nct_cdf_pos(t: float, df: float, nc: float) -> float:
     """P(T <= t) of the noncentral t, t >= 0: Phi(-nc) plus Poisson-weighted incomplete
     betas, summed both ways from the Poisson mode (Benton and Krishnamoorthy 2003)."""
@@ -499,7 +499,7 @@ def _nct_cdf_pos(t: float, df: float, nc: float) -> float:
             h2 *= (j + 1) / (x * (j + b))
     return base + 0.5 * total
 
-
+# %% ../nbs/api/stats.ipynb #5b18d34e
 def nct_cdf(
     t: float,  # where
     df: float,  # degrees of freedom (> 0)

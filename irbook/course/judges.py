@@ -110,7 +110,7 @@ def _agreement(s, y, cuts, criterion: str) -> np.ndarray:
     tn = below - pos_below
     return (tp + tn) / len(s)
 
-
+# %% ../../nbs/api/judges.ipynb #bb7330c1
 def _cuts(s: np.ndarray, grid) -> np.ndarray:
     "The candidate thresholds: `grid`, or the lowest score and every midpoint."
     if grid is not None:
@@ -136,7 +136,7 @@ def _one_class(y, what: str) -> str | None:
         "cannot calibrate a threshold"
     )
 
-
+# %% ../../nbs/api/judges.ipynb #dc4e40e3
 def _fold_of(questions: list, folds: int, seed: int) -> dict:
     "`{question: fold}`: the questions shuffled (seeded), then dealt out in turn."
     order = np.random.default_rng(seed).permutation(len(questions))

@@ -428,7 +428,7 @@ def plot_false_negatives(
     ax.set_title("one positive per question, n = 5, depth 50")
     return fig
 
-
+# %% ../../nbs/api/negatives.ipynb #11c59c2f
 def plot_negative_scores(
     neg: pd.DataFrame,  # `negative_scores`'s result
     band: tuple = (0.3, 0.8),  # the band's limits, drawn as lines
@@ -463,7 +463,7 @@ def plot_negative_scores(
     fig.tight_layout(rect=(0, 0, 1, 0.9))
     return fig
 
-
+# %% ../../nbs/api/negatives.ipynb #58ae952f
 def plot_margin_sweep(
     sweep: pd.DataFrame,  # per margin (index): false-negative rate, negatives
     n_queries: int,  # questions mined, to get negatives per question

@@ -445,7 +445,7 @@ def results_frame(
     frames = {c: wide(cmp) for c, cmp in comparisons.items()}
     return pd.concat(frames, names=["chunking", "system"])
 
-
+# %% ../../nbs/api/part2.ipynb #6f2646ed
 def _with_ci(r, m: str) -> str:
     "Mean [95% interval] of metric `m` (`mrr` or `recall`) in a `results_frame` row."
     return f"{r[m + ' mean']:.3f} [{r[m + ' low']:.3f}, {r[m + ' high']:.3f}]"
@@ -496,7 +496,7 @@ def results_table(
 
 _METRIC_NAMES = {"mrr": "MRR@10", "recall": "Recall@10"}
 
-
+# %% ../../nbs/api/part2.ipynb #84874041
 def results_pivot(
     results: pd.DataFrame,  # `results_frame`'s table
     published: pd.DataFrame,  # the author's numbers (`published_numbers`)
@@ -780,7 +780,7 @@ def plot_results(
     fig.tight_layout(rect=(0, 0.08 if n_his else 0.1, 1, 1))
     return fig
 
-
+# %% ../../nbs/api/part2.ipynb #7f90f30d
 def plot_span_recall(
     span_cmp: dict,  # {family: `rank_chunkings`}
     span_tables: dict,  # {family: `span_table`}

@@ -317,7 +317,7 @@ def _mean_intervals(c: Comparison) -> pd.DataFrame:
     "Each run's 95% interval of its mean in `c`: run x (mean_low, mean_high)."
     return c.table.drop_duplicates("run").set_index("run")[["mean_low", "mean_high"]]
 
-
+# %% ../../nbs/api/synthetic_eval.ipynb #9bec4863
 def plot_agreement(
     a: Agreement,  # the agreement to draw
     ax: plt.Axes | None = None,  # Axes to draw on; None: a new figure

@@ -240,7 +240,7 @@ def epoch_models(
         prev = finetuned_model(s, root=where, pairs=pairs, progress=progress)
         yield epoch, prev
 
-
+# %% ../../nbs/api/training_filters.ipynb #d656b33c
 def early_stopped_model(
     settings: FinetuneSettings,  # the fine-tuning settings
     pairs: pd.DataFrame,  # training pairs (`filter_pairs_by`'s, one filter)

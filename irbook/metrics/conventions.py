@@ -80,7 +80,7 @@ def ranx_tie_order(
         order[i, : rl[i]] = o
     return order
 
-
+# %% ../../nbs/api/metrics_conventions.ipynb #662e14ae
 def trec_eval_order(
     lengths: np.ndarray,  # each query's number of retrieved docs
     scores: np.ndarray | list,  # the retrieved docs' scores, end to end

@@ -251,7 +251,7 @@ def _broadcast(table, scheduler):
         return scheduler.scatter(table, broadcast=True, hash=False)
     return dask.delayed(table)
 
-
+# %% ../../nbs/api/metrics_distributed.ipynb #1e92ed6b
 def evaluate_distributed(
     qrels: Mapping | Columns | str | Path,  # {q: {doc: label}}, Columns or a qrels file
     run: str | Path | list,  # a dataset (`to_partitions`) or run file(s)
