@@ -257,10 +257,12 @@ def _regular(data: bytes, sep: bytes) -> bool:
 
 def _has_empty(col) -> bool:
     "True if a pyarrow string column (dictionary-encoded or not) holds an empty string."
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     if hasattr(col.type, "value_type"):  # each block's dictionary: its few values
-        return any(_has_empty(c.dictionary) for c in col.chunks)
+        chunks = col.chunks if hasattr(col, "chunks") else [col]
+        col = pa.chunked_array([c.dictionary for c in chunks], col.type.value_type)
     return len(col) > 0 and pc.min(pc.binary_length(col)).as_py() == 0
 
 
@@ -278,21 +280,23 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
     import pyarrow as pa  # imported on use: only the columnar reader needs it
     import pyarrow.csv as csv
 
-    if not data.strip():  # pyarrow's threaded reader can abort the process on no rows
-        return None  # (apache/arrow#38676): the line reader words the error instead
+    # no rows: pyarrow's threaded reader can abort the process (apache/arrow#38676),
+    # and the line reader words the error instead (isspace stops at the first text)
+    if not data or data.isspace():
+        return None
     width, col = _TREC[kind][0], _TREC[kind][3]
     first = data[:4096].split(b"\n", 1)[0]
     sep = b"\t" if b"\t" in first and b" " not in first.strip() else b" "
-    if not data or data.isspace() or not _regular(data, sep):
-        return None  # nothing to read (pyarrow's error on it could abort at exit)
+    if not _regular(data, sep):
+        return None
     names = [f"f{i}" for i in range(width)]  # every line must have all of them
-    # every field, so that an empty one is seen; the doc ids as strings, the other
-    # fields (few distinct values) hashed in pyarrow's threads; all UTF-8 checked
+    # every field, so that an empty one is seen; only what the measures need is
+    # converted: the query ids hashed (few of them) and the doc ids as strings (both
+    # UTF-8 checked, as the line reader decodes them), the value as a number; the
+    # other fields (the line reader reads them as they are) stay bytes
     text = (pa.dictionary(pa.int32(), pa.string()), pa.string())
-    types = {n: text[0] for n in names}
-    types["f2"] = text[1]
-    if kind == "run":  # a rank is not used: an integer (anything else: line reader)
-        types["f3"] = pa.int64()
+    types = {n: pa.binary() for n in names}
+    types["f0"], types["f2"] = text
     types[f"f{col}"] = pa.int64() if kind == "qrels" else pa.float64()
     try:  # from memory, never through a Python file object: no Python in its threads
         t = csv.read_csv(
@@ -307,7 +311,7 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
         return None  # a line with more or fewer fields, a bad value, bad UTF-8...
     if not t.num_rows or any(t.column(n).null_count for n in types):
         return None  # a missing value: an empty field where a number belongs
-    if any(_has_empty(t.column(n)) for n, ty in types.items() if ty in text):
+    if any(_has_empty(t.column(n)) for n in types if n != f"f{col}"):
         return None  # an empty field: two separators in a row, one at a line end
     values = np.asarray(arrow_numpy(t.column(f"f{col}")), np.float64)
     c = table_columns(t.column("f0"), t.column("f2"), values, kind)
@@ -345,36 +349,43 @@ def read_columns(
 _BLOCK = 64 * 2**20  # bytes of text per block when a file is read in blocks
 
 
-def _read_upto(f, size: int) -> bytes:
-    "Up to `size` bytes of `f` (fewer at its end), read at most `_BLOCK` at a time."
-    parts, n = [], 0
-    while n < size and (chunk := f.read(min(size - n, _BLOCK))):
-        parts.append(chunk)
-        n += len(chunk)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+def _read_into(f, out: memoryview) -> int:
+    "Bytes of `f` read into `out` until it is full or `f` ends: how many (an int)."
+    n = 0
+    while n < len(out) and (got := f.readinto(out[n : n + _BLOCK])):
+        n += got  # a decompressor may give fewer bytes than asked
+    return n
 
 
 def read_blocks(
     path: str | Path,  # the file (compressed or not)
     size: int = _BLOCK,  # bytes of text to read at a time
     cut: Callable | None = None,  # `cut(data, end)`: where the block ends instead
-) -> Iterator[bytes]:
-    """A generator of the text of `path` (decompressed, bytes) in blocks of whole lines
-    (`cut`: fewer of them)."""
+) -> Iterator[bytearray]:
+    """A generator of the text of `path` (decompressed, bytes-like: a bytearray, each
+    read once into its place) in blocks of whole lines (`cut`: fewer of them)."""
     path, size = Path(path), max(int(size), len(_BOM))  # the mark is read whole
     with _source(path) as (f, raw, stamp):
         rest, start, lf = b"", True, False
-        while chunk := _read_upto(f, size):
+        while True:  # each block read after the rest of the one before, in place:
+            data = bytearray(len(rest) + size)  # its text is never copied again
+            data[: len(rest)] = rest
+            n = len(rest) + _read_into(f, memoryview(data)[len(rest) :])
+            if n == len(rest):
+                break
+            del data[n:]  # shortened in place (the file's end)
             if stamp is not None and _stamp(raw) != stamp:  # a file being written to
                 raise file_changed(path)  # might never end: it is refused at once
             if start:  # a byte order mark at the start of the file only
-                chunk, start = chunk.removeprefix(_BOM), False
-            data = rest + chunk if rest else chunk
+                start = False
+                if data.startswith(_BOM):
+                    del data[: len(_BOM)]
             end = data.rfind(b"\n") + 1  # whole lines; the rest waits
             end = cut(data, end) if cut and end else end
-            rest = data[end:]
+            rest = bytes(data[end:])
             if end:
-                yield data[:end]
+                del data[end:]
+                yield data
                 lf = True
     if rest:  # a last line without a line end; or, with no LF at all, the whole
         yield rest if lf else _mac_lines(rest)  # file: its lines, if ended by CR
