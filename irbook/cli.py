@@ -31,6 +31,8 @@ from irbook.metrics import (
 )
 from irbook.metrics.registry import (
     AGGREGATES,
+    ALL_TREC,
+    MEASURES,
     LabelError,
     from_ir_measures,
     from_trec_eval,
@@ -596,7 +598,9 @@ def eval_job(
     trec_eval = a.convention == "trec_eval" and a.format == "trec"
     given = a.metrics or (OFFICIAL if trec_eval else DEFAULT_METRICS)
     j.runid = bool({"official", "all_trec", "runid"} & set(given))  # as trec_eval
-    j.metrics = expand_metrics([m for m in given if m != "runid"])
+    j.metrics = _per_query_only(
+        expand_metrics([m for m in given if m != "runid"]), given, a, trec_eval
+    )
     j.names = {_at_level(m, a.level): m for m in j.metrics}  # scored as: shown as
     for m in j.names:
         parse_metric(m)
@@ -622,6 +626,30 @@ def eval_job(
 
 
 OFFICIAL = ["official"]  # trec_eval's default set, under its convention and layout
+
+
+def _per_query_only(
+    metrics: list,  # the measures asked for, expanded
+    given: list,  # as given (all_trec, official, ...)
+    a: argparse.Namespace,  # the command's arguments
+    trec_eval: bool,  # trec_eval's convention and layout
+) -> list:
+    """`metrics` with the measures that print per query only (relstring): added where
+    trec_eval prints them (`-q -m all_trec`), left out of its summary; refused
+    elsewhere without -q (they have no mean)."""
+    strings = [m for m in metrics if MEASURES[parse_metric(m)[0]].kind == "strings"]
+    if a.per_query and trec_eval and "all_trec" in given and not strings:
+        return [*metrics, "relstring"]  # printed after P, as trec_eval prints it
+    if not strings:
+        return metrics
+    if not trec_eval:
+        raise ValueError(
+            f"{strings[0]} is a string per query, printed in trec_eval's layout only: "
+            "give -q --convention trec_eval --format trec"
+        )
+    if a.per_query:
+        return metrics
+    return [m for m in metrics if m not in strings]  # trec_eval's summary: no line
 
 
 def _at_level(
@@ -689,12 +717,14 @@ def _in_trec_eval_order(metrics: list) -> list:
     "`metrics` in the order trec_eval 10 prints its measures (a family's as given)."
     from irbook.compare import trec_name
 
-    def family(m):  # P_5 -> P, iprec_at_recall_0.10 -> iprec_at_recall
-        return re.sub(r"_[0-9.]+$", "", trec_name(m))
+    def family(m):  # P_5 -> P, utility_2,-1,0,0 -> utility, ndcg_1=3 -> ndcg
+        return re.sub(r"_[^_]*[\d=][^_]*$", "", trec_name(m))
 
     rank = {}
-    for m in expand_metrics(["all_trec"]):  # trec_eval's own order
+    for m in ALL_TREC:  # trec_eval's own order; relstring (-q only) after P
         rank.setdefault(family(m), len(rank))
+        if m == "P_1000":
+            rank["relstring"] = len(rank)
     return sorted(metrics, key=lambda m: rank.get(family(m), len(rank)))
 
 
@@ -702,6 +732,8 @@ def _trec_text(table, per_query: bool = False, runid: bool = True) -> list:
     """trec_eval's lines for a per-query table, as trec_eval 10 prints them: its
     measures' order, the asked-for lines only, its 'all' lines summed as it sums
     them."""
+    from pandas.api.types import is_numeric_dtype
+
     from irbook.compare import trec_lines  # the layout's one home
 
     order = sorted(table.index, key=lambda q: str(q).encode())  # strcmp: its order
@@ -709,9 +741,11 @@ def _trec_text(table, per_query: bool = False, runid: bool = True) -> list:
     for run in dict.fromkeys(table.columns.get_level_values(0)):
         x = table[run].loc[order]
         x = x[_in_trec_eval_order(list(x.columns))]
-        sums = [m for m in x.columns if x[m].dtype != object]  # relstring: -q only
+        sums = [m for m in x.columns if is_numeric_dtype(x[m])]  # relstring: -q only
         totals = {m: _trec_eval_total(m, x[m].tolist()) for m in sums}
-        kw = dict(per_query=x if per_query else None, runid=runid)
+        means = [m for m in x.columns if AGGREGATES.get(parse_metric(m)[0]) == "gmean"]
+        lines_q = x.drop(columns=means) if per_query else None  # gm_map, gm_bpref: all
+        kw = dict(per_query=lines_q, runid=runid)
         lines += trec_lines(run, totals, **kw)
     return lines
 
@@ -727,6 +761,26 @@ def _ranks_text(table, alpha: float) -> str:
     return "".join(out)
 
 
+def _strings_apart(
+    results: dict,  # {run name: per-query DataFrame}
+) -> tuple:
+    """(the string columns (relstring) of every run as one (run, metric) table, or
+    None; the frames without them): trec_eval prints them, nothing compares them."""
+    from pandas.api.types import is_numeric_dtype
+
+    cols = {
+        n: [m for m in f.columns if not is_numeric_dtype(f[m])]
+        for n, f in results.items()
+    }
+    if not any(cols.values()):
+        return None, results
+    import pandas as pd  # loaded already, by the frames
+
+    parts = {n: f[cols[n]] for n, f in results.items()}
+    strings = pd.concat(parts, axis=1, names=["run", "metric"])
+    return strings, {n: f.drop(columns=cols[n]) for n, f in results.items()}
+
+
 def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
     "The `Report` of runs' scores (or span scores): per query, compared, or means."
     from irbook.compare import compare, per_query_table, report
@@ -734,11 +788,15 @@ def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
     if j.means_only:  # one run's means: no table, no pandas
         name, means = next(iter(results.items()))
         return Report(data=means, text=_means_text(name, means), trec=[])
-    table, baseline = per_query_table(None, results), j.baseline
+    strings, results = _strings_apart(results)  # relstring: printed, not compared
+    alone = strings is not None and not any(len(f.columns) for f in results.values())
+    table, baseline = strings if alone else per_query_table(None, results), j.baseline
     trec = j.format == "trec" and j.report == "scores"
     if trec:  # trec_eval's runid line: the run's tag, not its file name
         table, baseline = tagged(table, j.runs, baseline)
-    if j.per_query:
+    if alone:  # only strings: trec_eval's lines, made below
+        r = Report(trec=[])
+    elif j.per_query:
         r = report(table, per_query=True)
     else:
         c = compare(table, baseline, j.test, j.alpha)
@@ -749,6 +807,10 @@ def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
         if j.ranks:
             r.extra.append(_ranks_text(table, j.alpha))
     if trec and j.convention == "trec_eval":  # its sums, in its order
+        if strings is not None and not alone:
+            import pandas as pd  # loaded already, by the table
+
+            table = pd.concat([table, tagged(strings, j.runs)[0]], axis=1)
         r.trec = _trec_text(table, per_query=j.per_query, runid=j.runid)
     if trec and j.convention != "trec_eval":  # say whose numbers these are
         r.notes.append(

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import irbook.metrics as M
 from irbook.metrics import trec as T
+from irbook.metrics.registry import MEASURES as DECLARED
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = TREC_EVAL_SRC  # tests/conftest.py: the source the `trec_eval` fixture builds
@@ -67,12 +68,12 @@ def read_trec(path, kind) -> dict:
 
 def ours_name(measure: str, lvl: int) -> str | None:
     "The trec_eval measure as irbook evaluates it (with -l), None if irbook lacks it."
-    if measure == "relstring":
-        return None  # a string per query: test_new_measures_*
     if measure == "rbp":
         measure = "rbp.9"  # trec_eval's default persistence; bare "rbp" is refused
     elif M.from_trec_eval(measure) is None:
         return None
+    if DECLARED[M.parse_metric(measure)[0]].kind == "strings":
+        return None  # relstring: a string per query, test_new_measures_*
     return measure + (f"-l{lvl}" if lvl != 1 else "")
 
 

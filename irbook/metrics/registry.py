@@ -26,7 +26,7 @@ class Param:
     "A measure's parameter, typed: irbook's keyword, its type and range, ir_measures'."
 
     name: str  # irbook's keyword ('k', 'p', ...)
-    dtype: type  # int, float, bool or dict
+    dtype: type  # int, float, bool, dict or tuple (of numbers)
     default: object = None  # None: a measure whose first parameter it is needs it
     irm: str = ""  # ir_measures' keyword; "": the same as `name`
     lo: float | None = None  # the least value allowed
@@ -49,6 +49,16 @@ class Param:
             if not ok:
                 raise ValueError(f"{what} must be a dict {{label: gain}} of numbers")
             return tuple(sorted(value.items()))
+        if self.dtype is tuple:  # numbers: a tuple, or a str as trec_eval's '2,-1,0,0'
+            items = value.split(",") if isinstance(value, str) else value
+            one = replace(self, dtype=float)
+            try:
+                v = tuple(one.check(x, metric) for x in items)
+            except TypeError:
+                v = ()
+            if not v:
+                raise ValueError(f"{what} must be numbers (2,-1,0,0), got {value!r}")
+            return v
         if self.dtype is bool:
             if not isinstance(value, bool):
                 raise ValueError(f"{what} must be True or False, got {value!r}")
@@ -113,7 +123,9 @@ class Measure:
     irm: tuple = ()
     agg: str = "mean"  # how per-query values become one number: mean, sum or gmean
     ranx: bool = True  # ranx computes it too (`METRICS`), else `TREC_ONLY`
-    kind: str = "ranked"  # ranked: fn(r, k, rel_lvl) of a `Ranked`; or spans, ...
+    # ranked: fn(r, k, rel_lvl) of a `Ranked`, a number per query; strings: the same, a
+    # string per query (relstring, no summary); spans, ...: scored elsewhere (`home`)
+    kind: str = "ranked"
     home: str = ""  # for the other kinds: the function that scores them
     fn: object = None  # the function, filed by `register`
 
@@ -131,8 +143,9 @@ class Measure:
 
     @property
     def main(self) -> Param | None:
-        "The parameter written after '@' (or '.'): its first numeric one, or None."
-        return next((p for p in self.typed[:1] if p.dtype in (int, float)), None)
+        """The parameter written after '@' (or '.'): its first one if a number or
+        numbers (utility@2,-1,0,0), or None."""
+        return next((p for p in self.typed[:1] if p.dtype in (int, float, tuple)), None)
 
 
 _SPAN = dict(kind="spans", home="irbook.spans.span_evaluate (irbook eval --chunks)")
@@ -223,7 +236,7 @@ def register(
     def deco(fn):
         doc = (fn.__doc__ or "").strip().split("\n")[0]
         MEASURES[name] = replace(m, fn=fn, meaning=m.meaning or doc)
-        if m.kind == "ranked":  # the others are scored by their `home`
+        if m.kind == "ranked":  # strings have no summary; the others have a `home`
             (METRICS if m.ranx else TREC_ONLY)[name], AGGREGATES[name] = fn, m.agg
         return fn
 
@@ -262,6 +275,15 @@ def ratio(
     )
 
 # %% ../../nbs/api/metrics_registry.ipynb #ae913bb5
+def _value_text(
+    v,  # a parameter's value: a number, or a tuple of numbers
+) -> str:
+    "A value as a name writes it: 10, 0.5, 2,-1,0,0 (a whole float without its '.0')."
+    if isinstance(v, tuple):
+        return ",".join(str(int(x)) if float(x).is_integer() else repr(x) for x in v)
+    return str(v)
+
+
 class Metric(tuple):
     """A parsed metric name: the tuple (name, param, rel_lvl), with its options
     `judged_only` and `gains` beside (compared and hashed with it)."""
@@ -293,8 +315,10 @@ class Metric(tuple):
         if self.gains is not None:
             opts.append(f"gains={{{','.join(f'{a}:{b}' for a, b in self.gains)}}}")
         main = m.main or PARAMS["k"]
-        at = "" if param == 0 and main.name == "k" else (
-            f".{str(param)[2:]}" if main.name == "p" and not opts else f"@{param}"
+        plain = param == 0 and main.name == "k" or param == main.default is not None
+        at = "" if plain else (
+            f".{str(param)[2:]}" if main.name == "p" and not opts
+            else f"@{_value_text(param)}"
         )  # fmt: skip
         return (
             name
@@ -359,6 +383,43 @@ _NAME_RE = re.compile(
 )
 
 
+_NUMBERS = r"[-+\d.eE]+(?:,[-+\d.eE]+)*"  # trec_eval's list of numbers: 2,-1,0,0
+# trec_eval's name=value pairs (meas_init.c): ndcg_1=3,2=9 (gains), rbp_p=0.8
+_PAIRS = re.compile(r"(?P<head>.+?)_(?P<pairs>[^,=_]+=[^,=]+(?:,[^,=_]+=[^,=]+)*)")
+
+
+def _trec_pairs(
+    name: str,  # a metric name, its -lN taken off
+) -> tuple | None:
+    """(head, keywords) of trec_eval's name=value spelling, `ndcg_1=3,2=9` ->
+    ('ndcg', {'gains': {1: 3.0, 2: 9.0}}), `rbp_p=0.8` -> ('rbp', {'p': 0.8}); None if
+    `name` is not one."""
+    g = _PAIRS.fullmatch(name)
+    if g is None:
+        return None
+    forms = [f for f in _forms().get(g["head"], []) if f.dialect == "trec_eval"]
+    if not any(f.sep == "" for f in forms):
+        return None
+    m = MEASURES[forms[0].measure]
+    pairs = [p.partition("=")[::2] for p in g["pairs"].split(",")]
+    try:
+        values = [(a, float(b)) for a, b in pairs]
+    except ValueError:
+        raise ValueError(
+            f"metric {name!r}: {g['pairs']!r} holds a value that is not a number "
+            "(trec_eval's pairs are name=number)"
+        ) from None
+    if "gains" in m.params:  # label=gain, as trec_eval's gain_init.c
+        if not all(re.fullmatch(r"[-+]?\d+", a) for a, _ in values):
+            raise ValueError(f"metric {name!r}: gains are label=gain, labels integers")
+        return g["head"], {"gains": {int(a): b for a, b in values}}
+    if m.main is not None and m.main.name == "p":  # rbp_p=0.8
+        if [a for a, _ in values] != ["p"]:
+            raise ValueError(f"metric {name!r}: {m.name} takes p=value only")
+        return g["head"], {"p": values[0][1]}
+    return None
+
+
 def _keywords(args: str, metric: str) -> dict:
     "ir_measures' parameters 'a=1, b=\\'x\\'' as a dict of Python values."
     try:
@@ -384,7 +445,9 @@ def _lookup(head: str, at: str | None) -> tuple:
             return forms[base], "." + digits, "@"
         base, us, val = head.rpartition("_")  # trec_eval's P_10, iprec_at_recall_0.5
         cands = [f for f in forms.get(base, []) if f.sep == "_"] if us else []
-        if cands and head not in forms and re.fullmatch(r"[\d.]+", val):
+        numbers = cands and MEASURES[cands[0].measure].main.dtype is tuple
+        value = _NUMBERS if numbers else r"[\d.]+"  # utility_2,-1,0,0
+        if cands and head not in forms and re.fullmatch(value, val):
             return cands, val, "_"
     return forms.get(head, []), at, "@" if at is not None else None
 
@@ -428,6 +491,10 @@ def parse_metric(
                 f"metric {metric!r}: relevance level after '-l' must be a non-negative "
                 f"integer, got {lvl!r}"
             )
+    if (pairs := _trec_pairs(base)) is not None:  # trec_eval's ndcg_1=3,2=9
+        head, kw = pairs
+        cands = [f for f in _forms()[head] if f.dialect == "trec_eval" and not f.sep]
+        return _resolve(metric, _pick(cands, kw, "") or cands[0], kw, None, lvl)
     g = _NAME_RE.fullmatch(base)
     if g is None or not g["head"]:
         raise ValueError(f"metric {metric!r}: not a metric name (like 'ndcg@10')")
@@ -464,7 +531,7 @@ def _resolve(metric, form, kw, value, lvl) -> Metric:
     "The values of `form`'s measure from the keywords, the spelled value and -lN."
     m = MEASURES[form.measure]
     main = m.main or (PARAMS["k"] if form.dialect == "irbook" else None)
-    if m.kind != "ranked":
+    if m.kind not in ("ranked", "strings"):
         raise ValueError(
             f"metric {metric!r}: {m.name} is not scored from qrels; {m.home} scores it"
         )
@@ -491,7 +558,7 @@ def _resolve(metric, form, kw, value, lvl) -> Metric:
             raise ValueError(f"metric {metric!r}: irbook's {m.name} has no cut-off")
         if main.name in vals:
             raise ValueError(f"metric {metric!r}: {main.name} given twice")
-        if value.startswith("."):  # rbp.8
+        if value.startswith(".") and main.dtype is not tuple:  # rbp.8
             value = "0" + value if value[1:].isdigit() else "x" + value
         elif main.name == "p" and value.isdigit():  # rbp@8, as ranx reads it
             value = "0." + value
@@ -540,7 +607,11 @@ def from_trec_eval(
     "irbook's name for trec_eval's measure `name` ('P_10' -> 'precision@10'), or None."
     base = re.sub(r"-l\d*$", "", name)
     cands, _, sep = _lookup(base, None)
-    if not any(f.dialect == "trec_eval" for f in cands):
+    try:
+        pairs = _trec_pairs(base) is not None  # ndcg_1=3,2=9
+    except ValueError:
+        return None
+    if not pairs and not any(f.dialect == "trec_eval" for f in cands):
         return None
     try:
         return str(parse_metric(name))
@@ -549,7 +620,9 @@ def from_trec_eval(
 
 
 def _trec_value(v) -> str:
-    "A parameter as trec_eval prints it: 10 -> '10', 0.5 -> '0.50'."
+    "A parameter as trec_eval prints it: 10 -> '10', 0.5 -> '0.50', (2, -1) -> '2,-1'."
+    if isinstance(v, tuple):
+        return _value_text(v)
     return str(v) if isinstance(v, int) else f"{v:.2f}"
 
 
@@ -565,6 +638,9 @@ def to_trec_eval(
     if lvl != 1 or m.judged_only or m.gains is not None:
         return None  # trec_eval sets the level and -J per run, not per measure
     main = MEASURES[name].main
+    if main is not None and main.dtype is tuple and param != main.default:
+        if _lookup(metric, None)[2] == "_":  # trec_eval prints the numbers as given
+            return metric
     for s in MEASURES[name].trec:
         head, form = _spelling(s, MEASURES[name], "trec_eval")
         if form.sep == "_":  # P_10; P at k = 0 is set_P
@@ -640,12 +716,39 @@ def _expand(m: str, trec: bool = False) -> list:
         return _family(m)
     head, dot, values = m.partition(".")  # P.5,10 and iprec_at_recall.0.5,0.7
     if dot and head in TREC_FAMILIES and re.fullmatch(r"[\d.]+(,[\d.]+)*", values):
-        fmt = float if isinstance(TREC_FAMILIES[head][0], float) else int
-        try:
-            return [f"{head}_{_trec_value(fmt(v))}" for v in values.split(",")]
-        except ValueError:
-            return [m]
+        return [f"{head}_{_trec_value(v)}" for v in _cutoffs(m, head, values)]
+    if dot and _takes_string(head, values):  # utility.2,-1,0,0 ndcg.1=3,2=9
+        return [f"{head}_{values}"]  # the name trec_eval prints: the string as given
     return [m]
+
+
+def _cutoffs(m: str, head: str, values: str) -> list:
+    """trec_eval's cut-offs of `-m head.values`, as meas_init.c reads them: sorted,
+    whole numbers read as atol reads them (23.4 is 23), none twice, whole ones > 0."""
+    if isinstance(TREC_FAMILIES[head][0], float):
+        try:
+            out = sorted(float(v) for v in values.split(","))
+        except ValueError:
+            raise ValueError(f"metric {m!r}: {values!r} are not numbers") from None
+    else:
+        out = sorted(int(re.match(r"\d*", v)[0] or 0) for v in values.split(","))
+        if out[0] <= 0:
+            raise ValueError(f"metric {m!r}: cut-offs must be > 0 (trec_eval's rule)")
+    if len(set(out)) < len(out):
+        raise ValueError(f"metric {m!r}: a cut-off given twice (trec_eval refuses it)")
+    return out
+
+
+def _takes_string(
+    head: str,  # trec_eval's measure name
+    values: str,  # what follows its '.' on trec_eval's command line
+) -> bool:
+    """Whether trec_eval reads `-m head.values` as a parameter string it prints as given
+    (utility, 11pt_avg, relstring; name=value pairs of ndcg, G, rbp, ...)."""
+    forms = [f for f in _forms().get(head, []) if f.dialect == "trec_eval"]
+    if any(f.sep == "_" for f in forms):  # utility_2,-1,0,0 relstring_20
+        return re.fullmatch(_NUMBERS, values) is not None
+    return "=" in values and _trec_pairs(f"{head}_{values}") is not None
 
 
 def parse_ok(
@@ -860,6 +963,12 @@ def modified_recall(
     return ratio(_bits(last & full), _bits(full))
 
 # %% ../../nbs/api/metrics_registry.ipynb #39482245
+_NO_SUMMARY = (
+    "{metric} is a string per query, with no summary (trec_eval prints it with -q "
+    "only): score it per query (per_query=True)"
+)
+
+
 def aggregate(
     metric: str,  # a metric name (or any column name: the mean)
     values: np.ndarray | list,  # its per-query values
@@ -867,9 +976,12 @@ def aggregate(
     """One number (a float) from `metric`'s per-query values: its mean, sum or geometric
     mean."""
     try:
-        agg = AGGREGATES[parse_metric(metric)[0]]
+        name = parse_metric(metric)[0]
     except ValueError:  # not a metric name (a column of scores): the mean
-        agg = "mean"
+        name = None
+    if name is not None and MEASURES[name].kind == "strings":
+        raise ValueError(_NO_SUMMARY.format(metric=metric))
+    agg = AGGREGATES.get(name, "mean")
     values = np.asarray(values, np.float64)
     if agg == "sum":
         return float(np.sum(values))
@@ -894,7 +1006,9 @@ def with_options(
                 out[a == label] = g
             return out
 
-        ideal = -np.sort(-gain(r.ideal), axis=1)
+        real = np.arange(r.ideal.shape[1]) < r.n_judged[:, None]  # not the padding
+        ideal = -np.sort(-np.where(real, gain(r.ideal), -np.inf), axis=1)
+        ideal[~real] = 0.0  # the real gains first, sorted, even the negative ones
         r = replace(r, rel=np.where(r.judged, gain(r.rel), 0.0), ideal=ideal)
     return r
 
@@ -911,8 +1025,8 @@ def score_ranked(
         if key not in views:
             views[key] = with_options(r, *key)
         name, param, lvl = spec
-        fn = METRICS.get(name) or TREC_ONLY[name]
-        out[m] = np.asarray(fn(views[key], param, rel_lvl=lvl), dtype=np.float64)
+        dtype = object if MEASURES[name].kind == "strings" else np.float64
+        out[m] = np.asarray(MEASURES[name].fn(views[key], param, rel_lvl=lvl), dtype)
     return out
 
 
@@ -938,7 +1052,9 @@ def evaluate(
     if not names:
         raise ValueError("no metric given")
     for m in names:
-        parse_metric(m)  # every name checked before the work
+        name = parse_metric(m)[0]  # every name checked before the work
+        if not per_query and MEASURES[name].kind == "strings":
+            raise ValueError(_NO_SUMMARY.format(metric=m))
     kw = dict(convention=convention, widths=widths)
     r = to_ranked(qrels, run, make_comparable, **kw)
     if judged_only:
