@@ -11,6 +11,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -270,9 +271,25 @@ def _has_empty(col) -> bool:
 _SMALL = 2**20
 
 
-def _fast(data: bytes, kind: str) -> Columns | None:
-    "Columns by pyarrow's parser if `data` is large and regular; None: the line reader."
-    return _fast_columns(data, kind) if len(data) >= _SMALL else None
+def _fast(data: bytes, kind: str, fast: bool | None = None) -> Columns | None:
+    """Columns by pyarrow's parser if `data` is regular and large (or `fast`); None:
+    the line reader."""
+    if fast is None:  # a block of a large file: pyarrow, already imported, is quicker
+        fast = len(data) >= _SMALL
+    return _fast_columns(data, kind) if fast else None
+
+
+@cache
+def _pool():
+    "pyarrow's jemalloc memory pool, else the system's: they give back what is freed."
+    import pyarrow as pa
+
+    # its default, mimalloc, kept 40-60 MB more on a streamed MS MARCO run (bench/
+    # streaming.py): freed pages stay with the threads of the CSV reader
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:  # a pyarrow built without jemalloc (Windows)
+        return pa.system_memory_pool()
 
 
 def _fast_columns(data: bytes, kind: str) -> Columns | None:
@@ -306,6 +323,7 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
             convert_options=csv.ConvertOptions(
                 column_types=types, include_columns=list(types)
             ),
+            memory_pool=_pool(),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # a line with more or fewer fields, a bad value, bad UTF-8...
@@ -315,7 +333,7 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
         return None  # an empty field: two separators in a row, one at a line end
     values = np.asarray(arrow_numpy(t.column(f"f{col}")), np.float64)
     c = table_columns(t.column("f0"), t.column("f2"), values, kind)
-    if any(not q or q.startswith("#") for q in c.qids) or columns_problem(c):
+    if np.char.startswith(c.qids, "#").any() or columns_problem(c):
         return None  # a comment line, a repeated doc, a score that is not finite
     return c
 
@@ -396,9 +414,10 @@ def parse_block(
     path: str | Path,  # the file it comes from, named in errors
     kind: str,  # 'qrels' or 'run'
     first: int = 1,  # the file's line number of the block's first line
+    fast: bool | None = None,  # pyarrow's reader if regular; None: if the block is big
 ) -> Columns | None:
     "`Columns` of a block of whole lines (line `first` on); None if it holds none."
-    return _fast(data, kind) or _line_columns(data, path, kind, first, True)
+    return _fast(data, kind, fast) or _line_columns(data, path, kind, first, True)
 
 # %% ../../nbs/api/metrics_io.ipynb #40e008a3
 def run_tag(

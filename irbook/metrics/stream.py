@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import tempfile
-import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +18,7 @@ from irbook.metrics.columns import (
 )
 from .conventions import get_convention
 from irbook.metrics.io import (
+    _SMALL,
     compression_of,
     file_changed,
     file_stamp,
@@ -43,6 +43,7 @@ __all__ = ['MEMORY', 'block_size', 'query_blocks', 'select_queries', 'NotGrouped
 # %% ../../nbs/api/metrics_stream.ipynb #c21b52d4
 MEMORY = 512 * 2**20  # bytes a batch may use while it is scored (the default setting)
 _PER_BYTE = 12  # bytes of working memory per byte of run text (bench/streaming.py)
+_LINE = 32  # bytes of TREC text a line, about (MS MARCO's run: 35)
 
 
 def block_size(
@@ -102,11 +103,12 @@ class NotGrouped(Exception):
 def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
     "Score `path` by batches (only those in `keys` if given); NotGrouped if unsorted."
     name = path if name is None else name  # the file named in messages (a pipe's copy)
+    fast = _large(path)
     for i, (text, _) in enumerate(query_blocks(path, size, lines=False)):
         if keys is not None and i not in keys:
             continue
         try:  # line numbers are counted only for an error's message
-            rc = parse_block(text, name, "run", 1)
+            rc = parse_block(text, name, "run", 1, fast)
         except ValueError:
             lines = (x for j, (_, x) in enumerate(query_blocks(path, size)) if j == i)
             first = next(lines, None)
@@ -115,10 +117,16 @@ def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
             rc = parse_block(text, name, "run", first)  # raises, naming the line
         if rc is None:
             continue
-        if keys is None and any(q in seen for q in rc.qids):
+        qids = rc.qids.tolist()  # Python's str: hashed at once
+        if keys is None and any(q in seen for q in qids):
             raise NotGrouped(name)
-        seen.update(dict.fromkeys(rc.qids))
+        seen.update(dict.fromkeys(qids))
         score(i, rc)
+
+
+def _large(path) -> bool:
+    "True if the file `path` is large: each block read by pyarrow, however small."
+    return Path(path).stat().st_size >= _SMALL
 
 # %% ../../nbs/api/metrics_stream.ipynb #aa7bf198
 def _schema():
@@ -128,25 +136,29 @@ def _schema():
     return pa.schema([("q", pa.string()), ("d", pa.string()), ("v", pa.float64())])
 
 
-def _write_block(c: Columns, nb: int, folder: Path, writers: dict):
-    "Append the rows of `c` to files `folder/<bucket>.arrow`, by query id hash."
+def _write_block(c: Columns, bucket: dict, nb: int, folder: Path, writers: dict):
+    """Append the rows of `c` to files `folder/<b>.arrow`, a query's rows to one file
+    (`bucket`: {query id: b}, each new query the next file in turn)."""
     import pyarrow as pa
 
-    qb = np.array([zlib.crc32(q.encode()) % nb for q in c.qids], np.int64)[c.qcode]
-    q = pa.array(c.qids, pa.string()).take(pa.array(c.qcode))
-    if c.docs is None:  # plain integer ids
-        d = pa.array(c.dcode)
-    elif isinstance(c.docs, np.ndarray):  # the line reader's ids
-        d = numpy_arrow(c.docs[c.dcode])
-    else:
-        d = c.docs.take(pa.array(c.dcode))
-    t = pa.table([q, d.cast(pa.string()), c.values], schema=_schema())
+    new = (bucket.setdefault(q, len(bucket) % nb) for q in c.qids.tolist())
+    qb = np.fromiter(new, np.int64, len(c.qids))
+    qb = qb[c.qcode]
     order = np.argsort(qb, kind="stable")  # file order within each query
+    q = pa.array(c.qids, pa.string()).take(numpy_arrow(c.qcode[order]))
+    codes = c.dcode[order]
+    if c.docs is None:  # plain integer ids
+        d = numpy_arrow(codes)
+    elif isinstance(c.docs, np.ndarray):  # the line reader's ids
+        d = numpy_arrow(c.docs[codes])
+    else:
+        d = c.docs.take(numpy_arrow(codes))
+    t = pa.table([q, d.cast(pa.string()), c.values[order]], schema=_schema())
     cuts = np.searchsorted(qb[order], np.arange(nb + 1))
-    for b in np.flatnonzero(np.diff(cuts)).tolist():
+    for b in np.flatnonzero(np.diff(cuts)).tolist():  # one sort, then slices of it
         if b not in writers:
             writers[b] = pa.ipc.new_stream(str(folder / f"{b}.arrow"), _schema())
-        writers[b].write_table(t.take(order[cuts[b] : cuts[b + 1]]))
+        writers[b].write_table(t.slice(cuts[b], cuts[b + 1] - cuts[b]))
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
 def _head(path) -> bytes:
@@ -167,14 +179,14 @@ def spill(
     name = path if name is None else name  # the file named in messages (a pipe's copy)
     n = path.stat().st_size * (8 if compression_of(path, _head(path)) else 1)
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
-    writers, line = {}, 1
+    writers, line, bucket, fast = {}, 1, {}, _large(path)
     try:
         for text in read_blocks(path, size):
-            c = parse_block(text, name, "run", line)  # every line checked, in order
+            c = parse_block(text, name, "run", line, fast)  # every line checked
             line += text.count(b"\n")
             if c is not None:
-                seen.update(dict.fromkeys(c.qids))
-                _write_block(c, nb, folder, writers)
+                seen.update(dict.fromkeys(c.qids.tolist()))
+                _write_block(c, bucket, nb, folder, writers)
     finally:
         for w in writers.values():
             w.close()
@@ -221,11 +233,13 @@ def _measures(names: list) -> dict:
 class _Scorer:
     "Scores batches of whole queries; keeps only their per-query values."
 
-    def __init__(self, qc: Columns, names: list, c, make_comparable: bool):
+    def __init__(self, qc: Columns, names: list, c, make_comparable: bool, size: int):
         self.qc, self.names, self.c, self.mc = qc, names, c, make_comparable
         self.once = _measures(names)  # each measure scored once, under its first name
         n = np.bincount(qc.qcode, minlength=len(qc.qids))
         self.judged = dict(zip(qc.qids, n.tolist()))
+        self.at = {q: i for i, q in enumerate(qc.qids.tolist())}  # its qrels place
+        self.lines = max(1, size // _LINE)  # about how many lines a block holds
         self.depth, self.width = 0, max(self.judged.values())  # widths so far
         self.parts = {}  # batch key -> (query ids, {metric: values}, depth, width)
         self.depths = {}  # each scored query's number of results
@@ -239,11 +253,13 @@ class _Scorer:
 
     def __call__(self, key, rc: Columns):
         "Score the queries of `rc` the qrels hold (`key` names the batch)."
-        keep = np.isin(rc.qids, self.qc.qids)
+        at = np.array([self.at.get(q, -1) for q in rc.qids.tolist()], np.int64)
+        keep = at >= 0  # a hash lookup a query: no sort of the two lists of ids
         if not keep.any():
             return
-        qs = select_queries(self.qc, np.isin(self.qc.qids, rc.qids))
-        rs = select_queries(rc, keep)
+        judged = np.zeros(len(self.qc.qids), bool)
+        judged[at[keep]] = True
+        qs, rs = select_queries(self.qc, judged), select_queries(rc, keep)
         self.depth = max(self.depth, int(np.bincount(rs.qcode).max()))
         ids, values, rl = self._score(qs, rs, self.depth, self.width)
         self.depths.update(zip(ids, rl.tolist()))
@@ -256,10 +272,15 @@ class _Scorer:
         redo = [k for k, p in self.parts.items() if p[2:] != (self.depth, self.width)]
         if redo:
             rescore(redo)  # calls self(key, columns) again for each of them
-        if missing:  # -c: an empty ranking for each judged query the run lacks
-            qs = select_queries(self.qc, np.isin(self.qc.qids, missing))
+        # -c: an empty ranking for each judged query the run lacks, scored at the
+        # run's widths a slice of queries at a time (as many cells as a block's lines)
+        step = max(1, self.lines // max(self.depth, self.width, 1))
+        for i in range(0, len(missing), step):
+            judged = np.zeros(len(self.qc.qids), bool)
+            judged[[self.at[q] for q in missing[i : i + step]]] = True
+            qs = select_queries(self.qc, judged)
             ids, values, _ = self._score(qs, _empty_run(), self.depth, self.width)
-            self.parts["missing"] = (ids, values)
+            self.parts["missing", i] = (ids, values)
         pos, cols = {}, {m: [] for m in self.names}
         for ids, values, *_ in self.parts.values():
             for m in self.names:
@@ -330,7 +351,7 @@ def _score_file(qc, path, names, c, make_comparable, memory, folder) -> tuple:
 
 def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tuple:
     "`_score_file`'s passes over `src`, the readable copy of `path`."
-    score, seen = _Scorer(qc, names, c, make_comparable), {}
+    score, seen = _Scorer(qc, names, c, make_comparable, size), {}
     try:  # a run written query by query: one pass
 
         def again(keys):
@@ -338,7 +359,7 @@ def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tup
 
         _grouped(src, size, score, seen, name=path)
     except NotGrouped:  # any other: its lines grouped by query on disk first
-        score, seen = _Scorer(qc, names, c, make_comparable), {}
+        score, seen = _Scorer(qc, names, c, make_comparable, size), {}
 
         def again(keys):
             for b in keys:
