@@ -728,7 +728,12 @@ def _in_trec_eval_order(metrics: list) -> list:
     return sorted(metrics, key=lambda m: rank.get(family(m), len(rank)))
 
 
-def _trec_text(table, per_query: bool = False, runid: bool = True) -> list:
+def _trec_text(
+    table,  # per-query scores, columns (run, metric)
+    per_query: bool = False,  # -q: the per-query lines too
+    runid: bool = True,  # the runid line
+    num_rel: int | None = None,  # -c: trec_eval's num_rel summary (labels > 0)
+) -> list:
     """trec_eval's lines for a per-query table, as trec_eval 10 prints them: its
     measures' order, the asked-for lines only, its 'all' lines summed as it sums
     them."""
@@ -743,6 +748,9 @@ def _trec_text(table, per_query: bool = False, runid: bool = True) -> list:
         x = x[_in_trec_eval_order(list(x.columns))]
         sums = [m for m in x.columns if is_numeric_dtype(x[m])]  # relstring: -q only
         totals = {m: _trec_eval_total(m, x[m].tolist()) for m in sums}
+        for m in sums:  # -c: every qrels label > 0, whatever -l (te_calc_avg_num_rel)
+            if num_rel is not None and parse_metric(m)[0] == "num_rel":
+                totals[m] = float(num_rel)
         means = [m for m in x.columns if AGGREGATES.get(parse_metric(m)[0]) == "gmean"]
         lines_q = x.drop(columns=means) if per_query else None  # gm_map, gm_bpref: all
         kw = dict(per_query=lines_q, runid=runid)
@@ -811,7 +819,9 @@ def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
             import pandas as pd  # loaded already, by the table
 
             table = pd.concat([table, tagged(strings, j.runs)[0]], axis=1)
-        r.trec = _trec_text(table, per_query=j.per_query, runid=j.runid)
+        qrels = got.get("qrels") if j.make_comparable else None
+        n_rel = None if qrels is None else int((qrels.values > 0).sum())
+        r.trec = _trec_text(table, j.per_query, j.runid, n_rel)
     if trec and j.convention != "trec_eval":  # say whose numbers these are
         r.notes.append(
             f"trec_eval's layout with {j.convention}'s numbers: add --convention "
