@@ -232,6 +232,8 @@ def table_columns(
     "`Columns` from pyarrow query and doc id arrays and float values."
     qcode, qids = _dictionary_codes(q)  # few queries: a small dictionary
     dcode, docs = _encode_docs(d)
+    if not isinstance(v, np.ndarray):  # np.asarray of pyarrow's would import pandas
+        v = arrow_numpy(v)
     return Columns(
         kind,
         qcode,

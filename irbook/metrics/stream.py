@@ -19,6 +19,7 @@ from irbook.metrics.columns import (
 from .conventions import get_convention
 from irbook.metrics.io import (
     _SMALL,
+    _pool,
     compression_of,
     file_changed,
     file_stamp,
@@ -136,35 +137,73 @@ def _schema():
     return pa.schema([("q", pa.string()), ("d", pa.string()), ("v", pa.float64())])
 
 
-def _write_block(c: Columns, bucket: dict, nb: int, folder: Path, writers: dict):
-    """Append the rows of `c` to files `folder/<b>.arrow`, a query's rows to one file
-    (`bucket`: {query id: b}, each new query the next file in turn)."""
+def _table(c: Columns, order: np.ndarray):
+    "The rows `order` of `c` as a pyarrow table of `_schema()`: ids as strings."
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    new = (bucket.setdefault(q, len(bucket) % nb) for q in c.qids.tolist())
-    qb = np.fromiter(new, np.int64, len(c.qids))
-    qb = qb[c.qcode]
-    order = np.argsort(qb, kind="stable")  # file order within each query
-    q = pa.array(c.qids, pa.string()).take(numpy_arrow(c.qcode[order]))
+    pool = _pool()  # numpy_arrow, not pa.array: that would import pandas (35 MB)
+    q = pc.take(numpy_arrow(c.qids), numpy_arrow(c.qcode[order]), memory_pool=pool)
     codes = c.dcode[order]
     if c.docs is None:  # plain integer ids
         d = numpy_arrow(codes)
     elif isinstance(c.docs, np.ndarray):  # the line reader's ids
         d = numpy_arrow(c.docs[codes])
     else:
-        d = c.docs.take(numpy_arrow(codes))
-    t = pa.table([q, d.cast(pa.string()), c.values[order]], schema=_schema())
+        d = pc.take(c.docs, numpy_arrow(codes), memory_pool=pool)
+    d = pc.cast(d, pa.string(), memory_pool=pool)
+    return pa.table([q, d, numpy_arrow(c.values[order])], schema=_schema())
+
+
+def _write_block(
+    c: Columns, bucket: dict, nb: int, folder: Path, writers: dict, prefix: str = ""
+):
+    """Append the rows of `c` to files `folder/<prefix><b>.arrow`, b < `nb`, a query's
+    rows to one file (`bucket`: {query id: b}, each new query the next file in turn)."""
+    import pyarrow as pa
+
+    new = (bucket.setdefault(q, len(bucket) % nb) for q in c.qids.tolist())
+    qb = np.fromiter(new, np.int64, len(c.qids))[c.qcode]
+    order = np.argsort(qb, kind="stable")  # file order within each query
+    t = _table(c, order)
     cuts = np.searchsorted(qb[order], np.arange(nb + 1))
     for b in np.flatnonzero(np.diff(cuts)).tolist():  # one sort, then slices of it
-        if b not in writers:
-            writers[b] = pa.ipc.new_stream(str(folder / f"{b}.arrow"), _schema())
-        writers[b].write_table(t.slice(cuts[b], cuts[b + 1] - cuts[b]))
+        key = f"{prefix}{b}"
+        if key not in writers:
+            writers[key] = pa.ipc.new_stream(str(folder / f"{key}.arrow"), _schema())
+        writers[key].write_table(t.slice(cuts[b], cuts[b + 1] - cuts[b]))
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
+_FANOUT = 32  # at most this many files are written at once; a fuller one is split again
+
+
 def _head(path) -> bytes:
     "The first bytes of the file `path` (a compressed one is known by them)."
     with open(path, "rb") as f:
         return f.read(16)
+
+
+def _spread(parts, n: int, size: int, folder: Path, prefix: str = "") -> list:
+    """Spread the rows of `parts` (an iterator of `Columns`, ~`n` bytes in all) over
+    files of whole queries of about `size` bytes; the names of the files, in order."""
+    nb = min(_FANOUT, max(1, -(-n // size) * 2))  # twice as many as blocks, or fewer
+    writers, bucket = {}, {}
+    try:
+        for c in parts:
+            _write_block(c, bucket, nb, folder, writers, prefix)
+    finally:
+        for w in writers.values():
+            w.close()
+    out, queries = [], np.bincount(list(bucket.values()), minlength=nb)
+    for key in sorted(writers, key=lambda k: int(k[len(prefix) :])):
+        f = folder / f"{key}.arrow"
+        big = f.stat().st_size
+        if big <= size or queries[int(key[len(prefix) :])] < 2:
+            out.append(key)  # small enough, or a single query (it is scored whole)
+            continue
+        out += _spread(_spilled_parts(f, size), big, size, folder, f"{key}.")
+        f.unlink()  # spread again, over files of its own
+    return out
 
 
 def spill(
@@ -175,35 +214,55 @@ def spill(
     name: str | Path | None = None,  # the file named in messages; None: `path`
 ) -> list:
     """Spread the lines of `path` over files of whole queries, about `size` bytes each;
-    returns the sorted list of the files' numbers `b`."""
+    returns the list of the files' names `b` (str)."""
     name = path if name is None else name  # the file named in messages (a pipe's copy)
     n = path.stat().st_size * (8 if compression_of(path, _head(path)) else 1)
-    nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
-    writers, line, bucket, fast = {}, 1, {}, _large(path)
-    try:
+    fast = _large(path)
+
+    def parts():
+        line = 1
         for text in read_blocks(path, size):
             c = parse_block(text, name, "run", line, fast)  # every line checked
             line += text.count(b"\n")
             if c is not None:
                 seen.update(dict.fromkeys(c.qids.tolist()))
-                _write_block(c, bucket, nb, folder, writers)
-    finally:
-        for w in writers.values():
-            w.close()
-    return sorted(writers)
+                yield c
+
+    return _spread(parts(), n, size, folder)
 
 # %% ../../nbs/api/metrics_stream.ipynb #bdb160c9
+def _spilled_parts(f: Path, size: int):
+    "The rows of the spilled file `f` as `Columns` of about `size` bytes each."
+    import pyarrow as pa
+
+    with pa.OSFile(str(f)) as src:
+        batches, n = [], 0
+        for batch in pa.ipc.open_stream(src, memory_pool=_pool()):
+            batches.append(batch)
+            n += batch.nbytes
+            if n >= size:
+                yield _as_columns(pa.Table.from_batches(batches))
+                batches, n = [], 0
+        if batches:
+            yield _as_columns(pa.Table.from_batches(batches))
+
+
+def _as_columns(t) -> Columns:
+    "`Columns` of a spilled table."
+    return table_columns(t.column("q"), t.column("d"), t.column("v"), "run")
+
+
 def spilled(
     path: str | Path,  # the run, named in errors
     folder: Path,  # where `spill` wrote the files
-    b: int,  # the file's number
+    b: str,  # the file's name
 ) -> Columns:
     "The run's queries spilled to file `b`, as checked `Columns`."
     import pyarrow as pa
 
-    with pa.memory_map(str(folder / f"{b}.arrow")) as f:
-        t = pa.ipc.open_stream(f).read_all()
-    rc = table_columns(t.column("q"), t.column("d"), t.column("v"), "run")
+    with pa.OSFile(str(folder / f"{b}.arrow")) as f:
+        t = pa.ipc.open_stream(f, memory_pool=_pool()).read_all()
+    rc = _as_columns(t)
     problem = columns_problem(rc)
     if problem:  # a doc repeated in a query whose lines are apart
         raise ValueError(f"{path}: {problem.split(': ', 1)[1]}")
