@@ -27,8 +27,10 @@ def average_precision(r: Ranked, k: int = 0, rel_lvl: int = 1) -> np.ndarray:
     width = min(k, r.depth) if k > 0 else r.depth
     hit = (r.relevant(rel_lvl) & r.top(k))[:, :width].astype(np.float64)
     prec_at = hit.cumsum(axis=1) / np.arange(1, width + 1)
-    n_rel = r.n_rel(rel_lvl)
-    return ratio((prec_at * hit).sum(axis=1), n_rel)
+    # summed left to right, as trec_eval and ranx add (numpy's sum pairs terms up,
+    # which can round a tie like 0.44375 the other way in the 4th decimal)
+    total = (prec_at * hit).cumsum(axis=1)[:, -1] if width else np.zeros(r.n_queries)
+    return ratio(total, r.n_rel(rel_lvl))
 
 # %% ../../nbs/03_rank_metrics.ipynb #f1a2b3c4
 @register("gm_map", agg="gmean", ranx=False)
