@@ -4,6 +4,8 @@
 
     python bench/streaming.py [--lines 14,50,200] [--memory-paths 14,50]
                               [--json bench/results/streaming.json]
+    python bench/streaming.py --sweep --lines 7,50 --memories 4,16,64,256,512 \
+                              --rounds 2 --json /tmp/memory_sweep.json
 
 Runs shaped like MS MARCO's (1,000 passages a query, ids up to 8.8M, about 1.07
 relevant passages per query, seeded; `msmarco.py`'s recipe, written a few thousand
@@ -16,14 +18,25 @@ seconds (user + system), peak RSS (the kernel's ru_maxrss of the child), lines p
 second (per core), the four means, and a SHA-256 of every per-query value: the
 streaming and in-memory paths must agree bit for bit. Targets (issue 21): peak RSS
 <= 1 GB at every size for streaming; identical values.
+
+`--sweep` measures the bound of `--memory` instead (issue 37): for each size, the run
+in query order and the same lines shuffled (a random permutation of every window of
+--window MB of text: the whole run up to that size), each evaluated in fresh processes
+at every setting of --memories, the settings and orders alternating, --rounds times.
+Each process reports its RSS after start-up and the qrels (before it reads the run:
+R0); the bound is M + R0 + irbook.metrics.stream.OVERHEAD, and the record says, per
+process, whether the peak kept it, with wall and CPU seconds, the machine's load and
+the four means (equal at every setting and order).
 """
 
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import msmarco
@@ -87,6 +100,121 @@ def generate(folder: Path, queries: int, depth: int = 1000, seed: int = 0) -> tu
     return qrels, run, lines
 
 
+SWEEP_CHILD = r"""
+import json, resource, sys
+import irbook.cli  # the command's imports, as `irbook eval` pays them
+import irbook.metrics as M
+import pyarrow.compute, pyarrow.csv  # a large run's first block imports them
+from irbook.metrics.stream import evaluate_file
+names = ["ndcg@10", "mrr", "map@1000", "recall@1000"]
+qc = M.read_columns(sys.argv[1], "qrels")
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+means = evaluate_file(qc, sys.argv[2], names, convention="trec_eval", memory={memory})
+print(json.dumps(means | {{"rss0_mb": rss0}}))
+"""
+
+
+def shuffle(run: Path, out: Path, window: int) -> None:
+    "`run`'s lines in random order within each `window` bytes of text (seeded)."
+    import pyarrow as pa
+    import pyarrow.csv as pc
+
+    rng = np.random.default_rng(1)
+    names = list("qzdrst")
+    ro = pc.ReadOptions(column_names=names, block_size=window)
+    co = pc.ConvertOptions(column_types={n: pa.string() for n in names})
+    po = pc.ParseOptions(delimiter=" ")
+    opts = pc.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    with (
+        pc.open_csv(run, ro, po, co) as r,
+        pc.CSVWriter(out, r.schema, write_options=opts) as w,
+    ):
+        for batch in r:
+            w.write_batch(batch.take(pa.array(rng.permutation(batch.num_rows))))
+
+
+def _make(folder: Path, queries: int, window: int) -> tuple:
+    "The qrels and the run in query order, and the run shuffled (`shuffle`)."
+    qrels, run, lines = generate(folder, queries)
+    shuffle(run, folder / "shuffled.trec", window)
+    return qrels, run, lines
+
+
+def sweep(a, limits, env) -> dict:
+    "Peak RSS against the bound M + R0 + OVERHEAD, in query order and shuffled."
+    from irbook.metrics.stream import OVERHEAD
+
+    runs, skipped = [], []
+    memories = [int(x) for x in a.memories.split(",")]
+    for millions in [int(x) for x in a.lines.split(",")]:
+        folder = Path(tempfile.mkdtemp(prefix="irbook-sweep-", dir=a.tmp))
+        try:
+            need = millions * 36e6 * 2.4  # two copies of the run
+            free = shutil.disk_usage(folder).free
+            if free < need:
+                why = f"disk: {free / 1e9:.1f} GB free, {need / 1e9:.1f} GB needed"
+                skipped.append({"lines": millions * 1_000_000, "reason": why})
+                print(f"{millions}M lines skipped: {why}", flush=True)
+                continue
+            t = time.perf_counter()
+            # made in a process of its own: a child forked from a big parent would
+            # start with the parent's RSS, and its ru_maxrss would report that
+            spawn = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(1, mp_context=spawn) as ex:
+                job = ex.submit(_make, folder, millions * 1000, a.window * 2**20)
+                qrels, run, lines = job.result()
+            print(
+                f"{lines:,} lines ({run.stat().st_size / 1e9:.2f} GB), sorted and "
+                f"shuffled, made in {time.perf_counter() - t:.0f} s",
+                flush=True,
+            )
+            files = {"sorted": run, "shuffled": folder / "shuffled.trec"}
+            for i in range(a.rounds):
+                for m in memories if i % 2 == 0 else memories[::-1]:
+                    for order in files if (i + m) % 2 else list(files)[::-1]:
+                        tool = f"sweep-{m}"
+                        msmarco.CHILD[tool] = SWEEP_CHILD.format(memory=m * 2**20)
+                        msmarco.NAMES[tool] = dict(zip(msmarco.IRBOOK, MEASURES))
+                        msmarco.NAMES[tool]["rss0_mb"] = "rss0_mb"
+                        r = measure(tool, qrels, files[order], env, limits)
+                        r |= {"lines": lines, "order": order, "memory_mb": m}
+                        r["round"] = i
+                        if r["status"] == "ok":
+                            r0 = r["values"].pop("rss0_mb")
+                            bound = m + r0 + OVERHEAD / 2**20
+                            r |= {"rss0_mb": r0, "bound_mb": bound}
+                            r["within"] = r["rss_mb"] <= bound
+                        runs.append(r)
+                        print(
+                            f"  {lines / 1e6:.0f}M {order:8s} --memory {m:4d}: "
+                            f"{r['wall']:6.1f} s (CPU {r['cpu']:6.1f}) peak "
+                            f"{r['rss_mb']:5.0f} MB (R0 {r.get('rss0_mb', 0):.0f}, "
+                            f"bound {r.get('bound_mb', 0):.0f}) load {r['load']:.1f} "
+                            f"{r['status'] if r['status'] != 'ok' else ''}",
+                            flush=True,
+                        )
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    ok = [r for r in runs if r["status"] == "ok"]
+    sizes = {r["lines"] for r in ok}
+    same = all(
+        len({json.dumps(r["values"], sort_keys=True) for r in ok if r["lines"] == n})
+        == 1
+        for n in sizes
+    )
+    return {
+        "runs": runs,
+        "skipped": skipped,
+        "overhead_mb": OVERHEAD / 2**20,
+        "targets": {
+            "peak RSS <= M + R0 + OVERHEAD in every process": all(
+                r["within"] for r in ok
+            ),
+            "the same means at every setting and order": same,
+        },
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -97,6 +225,10 @@ def main():
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per process")
     ap.add_argument("--tmp", default=None, help="folder for the generated files")
     ap.add_argument("--json", help="write the record to this file")
+    ap.add_argument("--sweep", action="store_true", help="the bound of --memory")
+    ap.add_argument("--memories", default="4,16,64,256,512", help="--sweep: MB")
+    ap.add_argument("--rounds", type=int, default=2, help="--sweep: rounds")
+    ap.add_argument("--window", type=int, default=512, help="--sweep: shuffle, MB")
     a = ap.parse_args()
     sizes = [int(x) for x in a.lines.split(",")]
     in_memory = {int(x) for x in a.memory_paths.split(",") if x}
@@ -113,6 +245,19 @@ def main():
         "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "code": os.popen("git rev-parse --short HEAD 2>/dev/null").read().strip(),
     }
+    if a.sweep:
+        record = {
+            "meta": meta
+            | {
+                "what": "peak RSS of evaluate_file against "
+                "--memory M, runs in query order and shuffled"
+            }
+        }
+        record |= sweep(a, limits, env)
+        meta["load_after"] = os.getloadavg()
+        if a.json:
+            Path(a.json).write_text(json.dumps(record, indent=1))
+        return
     runs, skipped = [], []
     for millions in sizes:
         queries = millions * 1000

@@ -39,10 +39,13 @@ if TYPE_CHECKING:  # annotations only: pandas is imported where it is used
     import pandas as pd
 
 # %% auto #0
-__all__ = ['MEMORY', 'block_size', 'query_blocks', 'select_queries', 'NotGrouped', 'spill', 'spilled', 'evaluate_file']
+__all__ = ['MEMORY', 'OVERHEAD', 'block_size', 'query_blocks', 'select_queries', 'NotGrouped', 'spill', 'spilled',
+           'evaluate_file']
 
 # %% ../../nbs/api/metrics_stream.ipynb #c21b52d4
-MEMORY = 512 * 2**20  # bytes a batch may use while it is scored (the default setting)
+MEMORY = 256 * 2**20  # bytes a batch may use while it is scored (the default setting)
+# peak RSS <= memory + the RSS before the run is read + OVERHEAD (bench/streaming.py)
+OVERHEAD = 64 * 2**20
 _PER_BYTE = 12  # bytes of working memory per byte of run text (bench/streaming.py)
 _LINE = 32  # bytes of TREC text a line, about (MS MARCO's run: 35)
 
