@@ -163,3 +163,57 @@ def test_cli_streams_by_default_and_reads_whole_with_memory_0(tmp_path, capsys):
     assert out[0] == out[1] == out[2]
     assert main(["eval", str(qrels), str(tmp_path / "run"), "--memory", "-1"]) == 2
     assert "--memory" in capsys.readouterr().err
+
+
+_BOUND_CHILD = r"""
+import json, resource, sys
+import irbook.cli
+import irbook.metrics as M
+import pyarrow.compute, pyarrow.csv
+from irbook.metrics.stream import evaluate_file
+qc = M.read_columns(sys.argv[1], "qrels")
+rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+means = evaluate_file(qc, sys.argv[2], ["ndcg@10", "map"], convention="trec_eval",
+                      memory=int(sys.argv[3]) * 2**20)  # means: pandas not imported
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"rss0": rss0, "peak": peak, "means": means}))
+"""
+
+
+@pytest.mark.parametrize("memory", [4, 16])
+def test_memory_bounds_the_process(tmp_path, memory):
+    """Peak RSS <= memory + the RSS before the run is read + OVERHEAD, for a run in
+    query order and the same run shuffled (spilled, spread again): 800,000 lines."""
+    import json
+    import subprocess
+    import sys
+
+    from irbook.metrics.stream import OVERHEAD
+
+    rng = np.random.default_rng(0)
+    nq, depth = 800, 1000
+    base = rng.integers(0, 8000, (nq, 1)) * depth  # ids apart within a query
+    docs = rng.permuted(base + np.arange(depth), axis=1)
+    q = np.repeat(np.arange(nq), depth)
+    rank = np.tile(np.arange(1, depth + 1), nq)
+    lines = [
+        f"{a} Q0 {b} {r} {s:.4f} run\n"
+        for a, b, r, s in zip(q, docs.ravel(), rank, 1000.0 - rank + rng.random(q.size))
+    ]
+    (tmp_path / "sorted").write_text("".join(lines))
+    rng.shuffle(lines)
+    (tmp_path / "shuffled").write_text("".join(lines))
+    del lines
+    (tmp_path / "qrels").write_text(
+        "".join(f"{a} 0 {docs[a, k]} 1\n" for a in range(nq) for k in (3, 700))
+    )
+    got = {}
+    for order in ("sorted", "shuffled"):
+        p = subprocess.run(
+            [sys.executable, "-c", _BOUND_CHILD, tmp_path / "qrels", tmp_path / order,
+             str(memory)], capture_output=True, text=True, check=True
+        )  # fmt: skip
+        got[order] = json.loads(p.stdout)
+        bound = memory + got[order]["rss0"] + OVERHEAD / 2**20
+        assert got[order]["peak"] <= bound, (order, got[order], bound)
+    assert got["sorted"]["means"] == got["shuffled"]["means"]
