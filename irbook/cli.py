@@ -37,7 +37,7 @@ from irbook.metrics.registry import (
     from_ir_measures,
     from_trec_eval,
 )
-from .metrics.stream import MEMORY, evaluate_file
+from .metrics.stream import MEMORY
 from .power import SIM_TESTS
 
 # imported where used, so that a command loads only what it needs (a small file is
@@ -135,7 +135,7 @@ def _bar(paths: list, progress: bool | None):
 
     return tqdm(paths, desc="evaluating", unit="run", file=sys.stderr)
 
-
+# %% ../nbs/api/cli.ipynb #2ba36e43
 def _top(run: Columns, n: int, convention: str) -> Columns:
     """`run` cut to each query's top `n` documents (trec_eval's -M): by score, ties by
     doc id descending, as trec_eval orders them; the rows keep their file order."""
@@ -163,36 +163,34 @@ def _whole(j: argparse.Namespace, got: dict, p) -> tuple:
         run = _top(Columns.from_dict(run, "run"), j.max_ret, j.convention).to_dict()
     return got["dict"], run
 
-
+# %% ../nbs/api/cli.ipynb #a5f700a0
 def _score(j: argparse.Namespace, got: dict, p) -> object:
     """One run file's scores (`j.report` 'scores'): per query, or its means; each
     metric under the name it was given (-l scores it at that relevance level)."""
     kw = dict(per_query=not j.means_only, make_comparable=j.make_comparable)
     kw.update(convention=j.convention)
-    names = list(j.names)
+    qrels, run = got["qrels"], p
     if j.engine == "dask":  # partitions scored by dask workers (appendix 08)
-        from irbook.metrics.distributed import evaluate_distributed
-
         if Path(p).suffix in (".lz4", ".json"):
             raise ValueError("--engine dask reads TREC or parquet runs")
         for given, option in ((j.judged_only, "-J/--judged-only"), (j.max_ret, "-M")):
             if given:
                 raise ValueError(f"{option} is not available with --engine dask")
-        kw.update(scheduler=j.scheduler)
-        out = evaluate_distributed(got["qrels"], p, names, **kw)
+        kw.update(engine="dask", scheduler=j.scheduler)
     elif (
         j.memory
         and Path(p).suffix not in (".parquet", ".lz4", ".json")
         and not (j.judged_only or j.max_ret)
     ):  # a TREC run in batches of whole queries
-        out = evaluate_file(got["qrels"], p, names, memory=int(j.memory * 2**20), **kw)
+        kw.update(engine="stream", memory=int(j.memory * 2**20))
     else:  # parquet, ranx's formats, -J, -M, or no memory limit: the whole run
-        out = evaluate(*_whole(j, got, p), names, judged_only=j.judged_only, **kw)
+        (qrels, run), kw["judged_only"] = _whole(j, got, p), j.judged_only
+    out = evaluate(qrels, run, list(j.names), **kw)  # one entry point, three engines
     if isinstance(out, dict):
         return {j.names.get(m, m): v for m, v in out.items()}
     return out.rename(columns=j.names)
 
-
+# %% ../nbs/api/cli.ipynb #fa877582
 def _bounds(j: argparse.Namespace, got: dict, p):
     "One run's `bounds` of its metrics (`--bounds`) or its `holes` (`--holes K`)."
     from irbook.unjudged import bounds, holes
@@ -220,7 +218,7 @@ _SCORERS = dict(
     scores=_score, bounds=_bounds, holes=_bounds, spans=_spans, judge=_judged_run
 )  # the report kind picks what is done to each run
 
-
+# %% ../nbs/api/cli.ipynb #5fac02e3
 def _each_result(j: argparse.Namespace, got: dict) -> dict:
     """`{run name: result}`: the one loop over the run files, each scored as its report
     kind `j.report` asks (`_SCORERS`), its errors naming it."""
@@ -277,7 +275,7 @@ def alpha_arg(
         )
     return a
 
-
+# %% ../nbs/api/cli.ipynb #82a728aa
 def cut_arg(
     text: str,  # the option's value as typed
 ) -> float:
@@ -301,7 +299,7 @@ def level_arg(
         )
     return int(text)
 
-
+# %% ../nbs/api/cli.ipynb #a3ba59a9
 def k_arg(
     text: str,  # the option's value as typed
 ) -> int:
@@ -507,7 +505,7 @@ def tagged(
         return table, baseline
     return table.rename(columns=tags, level=0), tags.get(baseline, baseline)
 
-
+# %% ../nbs/api/cli.ipynb #3dd7f864
 def _not_with_judge(a: argparse.Namespace) -> str | None:
     "Why the first option given that `--judge` cannot honour is refused, or None."
     why = "does not apply with --judge"
@@ -542,7 +540,7 @@ def _not_with_judge(a: argparse.Namespace) -> str | None:
     ]  # fmt: skip
     return next((text for given, text in refused if given), None)
 
-
+# %% ../nbs/api/cli.ipynb #1732b9a6
 def _extra(option: str, extra: str, *modules: str):
     "A ValueError saying how to install the extra `option` needs, if it is missing."
     from importlib.util import find_spec  # looks for them, imports none
@@ -627,7 +625,7 @@ def eval_job(
 
 OFFICIAL = ["official"]  # trec_eval's default set, under its convention and layout
 
-
+# %% ../nbs/api/cli.ipynb #b93a065c
 def _per_query_only(
     metrics: list,  # the measures asked for, expanded
     given: list,  # as given (all_trec, official, ...)
@@ -651,7 +649,7 @@ def _per_query_only(
         return metrics
     return [m for m in metrics if m not in strings]  # trec_eval's summary: no line
 
-
+# %% ../nbs/api/cli.ipynb #2b021fa5
 def _at_level(
     metric: str,  # a metric name, in any dialect
     level: int | None,  # -l: the relevance level; None: each metric's own
@@ -690,7 +688,7 @@ def _inputs(j: argparse.Namespace) -> dict:
                 got[key] = read(path)
     return got
 
-
+# %% ../nbs/api/cli.ipynb #5f6fa401
 def _means_text(name: str, means: dict) -> str:
     "One run's means as `render`'s text table prints them (pandas' layout, no pandas)."
     cells = [("NaN" if v != v else f"{v:.4f}") for v in means.values()]
@@ -712,7 +710,7 @@ def _trec_eval_total(metric: str, values) -> float:
         total += math.log(max(v, 1e-5)) if kind == "gmean" else v
     return math.exp(total / len(values)) if kind == "gmean" else total / len(values)
 
-
+# %% ../nbs/api/cli.ipynb #38933137
 def _in_trec_eval_order(metrics: list) -> list:
     "`metrics` in the order trec_eval 10 prints its measures (a family's as given)."
     from irbook.compare import trec_name
@@ -757,7 +755,7 @@ def _trec_text(
         lines += trec_lines(run, totals, **kw)
     return lines
 
-
+# %% ../nbs/api/cli.ipynb #a85dd78e
 def _ranks_text(table, alpha: float) -> str:
     "`--ranks`: each metric's `irbook.ranking.rank_intervals` as a text table."
     from irbook.ranking import rank_intervals, rank_report
@@ -788,7 +786,7 @@ def _strings_apart(
     strings = pd.concat(parts, axis=1, names=["run", "metric"])
     return strings, {n: f.drop(columns=cols[n]) for n, f in results.items()}
 
-
+# %% ../nbs/api/cli.ipynb #d06f6706
 def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
     "The `Report` of runs' scores (or span scores): per query, compared, or means."
     from irbook.compare import compare, per_query_table, report
@@ -831,7 +829,7 @@ def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
         r.trec = [line for line in r.trec if line.split("\t")[1:2] != ["all"]]
     return r
 
-
+# %% ../nbs/api/cli.ipynb #d02bcfae
 def _unjudged_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
     "The `Report` of `--bounds` or `--holes`: one row per run (or per run and query)."
     import pandas as pd  # on use: a command line that does not need it stays fast
@@ -868,7 +866,7 @@ _REPORTS = dict(
     judge=_judge_report,
 )  # the report kind picks the report made of the results
 
-
+# %% ../nbs/api/cli.ipynb #68fe31f4
 @contextmanager
 def _labels_of(qrels) -> Iterator[None]:
     "An error about a qrels label (a `LabelError`, however wrapped) names `qrels`."
@@ -959,7 +957,7 @@ def plan_arguments(
     p.add_argument("--judge-cut", type=cut_arg, metavar="C", help="as irbook eval's")
     return p
 
-
+# %% ../nbs/api/cli.ipynb #58fe76e8
 def run_plan(
     a: argparse.Namespace,  # `irbook plan`'s parsed arguments (left unchanged)
 ) -> str:
@@ -1002,7 +1000,7 @@ def run_plan(
     out = pd.concat(rows)[cols].reset_index(drop=True)
     return _plan_text(out, a.format)
 
-
+# %% ../nbs/api/cli.ipynb #bc04015a
 def _judge_plan(a: argparse.Namespace, metrics: list) -> str:
     "`irbook plan --judge`: human labels needed with and without the judge, per pair."
     import numpy as np
@@ -1050,7 +1048,7 @@ def _judge_plan(a: argparse.Namespace, metrics: list) -> str:
     out = pd.DataFrame(rows)
     return _plan_text(out, a.format)
 
-
+# %% ../nbs/api/cli.ipynb #9642a66a
 def _plan_text(out, fmt: str) -> str:
     "A plan's table as `irbook plan --format` asks: table, md, csv or json (`render`)."
     return render(Report(out, kw=dict(md=dict(floatfmt=".4f")), what="plans"), fmt)
@@ -1112,7 +1110,7 @@ def stdin_files(
                 text = text.replace(str(copy), "standard input" if p == "-" else p)
             raise InputError(text) from e
 
-
+# %% ../nbs/api/cli.ipynb #1d9a8ff1
 def measures_table() -> str:
     "`irbook measures`: every measure with its ranx, trec_eval and ir_measures names."
     from irbook.metrics.registry import measure_names
@@ -1134,7 +1132,7 @@ def _is_measure(text: str) -> bool:
         return False
     return True
 
-
+# %% ../nbs/api/cli.ipynb #3f098378
 def _measures_end(values: list) -> int:
     """Where the files begin among the values of one `-m`: at the first file that
     exists (or `-`), less the names before it that are no measure; none: its length."""
@@ -1165,7 +1163,7 @@ def _trec_order(argv: list) -> list:
         i = j
     return out + moved + argv[i:]
 
-
+# %% ../nbs/api/cli.ipynb #60c2bf96
 def parse(
     argv: list,  # the arguments after `irbook`
 ) -> argparse.Namespace:
@@ -1238,7 +1236,7 @@ def _closed_streams() -> set:
         sys.stderr = open(2, "w", closefd=False)
     return closed
 
-
+# %% ../nbs/api/cli.ipynb #edb5b181
 def _say(text: str):
     "Write one line on stderr, if it can be written."
     try:

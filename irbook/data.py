@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 import platformdirs
 from fastcore.xtras import atomic_save
-from tqdm.auto import tqdm
 
 if TYPE_CHECKING:  # annotations only: pandas and ranx are imported on use
     from collections.abc import Callable
@@ -291,6 +290,8 @@ def download(
 ) -> Path:
     """Download `url` to `dest` atomically, checking size and `sha256`. Returns `dest`
     as a Path; raises `ChecksumError` or `DataError` and leaves no file on a failure."""
+    from tqdm.auto import tqdm  # on use: evaluation imports this module, not its bars
+
     dest, h, n = Path(dest), hashlib.sha256(), 0
     try:  # fastcore's atomic_save: a temp file, renamed only if the block completes
         with (

@@ -279,7 +279,7 @@ def test_unforeseen_errors_are_one_line_naming_the_file(files, capsys, monkeypat
 
     qrels, runs = files
     monkeypatch.setattr(irbook.cli, "evaluate", broken)
-    monkeypatch.setattr(irbook.cli, "evaluate_file", broken)  # the streaming path
+    monkeypatch.setitem(irbook.metrics.ENGINES, "stream", broken)  # the streaming path
     status, out, err = cli(capsys, "eval", qrels, runs[1], "-m", "mrr")
     assert status == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith("irbook eval: error: ") and "dense.trec" in err
@@ -294,7 +294,7 @@ def test_keyboard_interrupt_goes_through(files, monkeypatch):
 
     qrels, runs = files
     monkeypatch.setattr(irbook.cli, "evaluate", interrupted)
-    monkeypatch.setattr(irbook.cli, "evaluate_file", interrupted)
+    monkeypatch.setitem(irbook.metrics.ENGINES, "stream", interrupted)
     with pytest.raises(KeyboardInterrupt):
         main(["eval", str(qrels), str(runs[0]), "-m", "mrr"])
 

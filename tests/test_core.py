@@ -20,7 +20,7 @@ EVALUATOR = [
     ["metrics.ranx_compat", "metrics.columns", "metrics.io", "metrics.conventions"],
     ["metrics.join", "metrics.registry"],
     ["metrics.sets", "metrics.rank", "metrics.trec"],
-    ["metrics.graded", "metrics.stream", "metrics", "metrics.distributed", "unjudged"],
+    ["metrics.graded", "metrics.stream", "metrics.distributed", "metrics", "unjudged"],
     ["stats", "power", "figures", "compare", "ppi"],
     ["ranking", "labelling", "spans"],
     ["cli"],

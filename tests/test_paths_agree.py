@@ -358,3 +358,25 @@ def test_the_command_reads_a_pipe(tmp_path, how, memory):
     got = pd.DataFrame.from_dict(json.loads(p.stdout), orient="index")
     assert list(got.columns) == ["map", "P_10", "ndcg@10"]
     assert got.to_dict() == want.to_dict()
+
+
+def test_one_entry_point_takes_the_engine(tmp_path):
+    "evaluate(engine=...): the same per-query values in memory, in batches, by dask."
+    qrels = {"q1": {"d1": 1, "d3": 2}, "q2": {"d2": 1}, "q3": {"d9": 1}}
+    lines = ["q1 Q0 d3 1 3.0 r", "q1 Q0 d1 2 2.0 r", "q1 Q0 d2 3 2.0 r",
+             "q2 Q0 d5 1 9.0 r", "q2 Q0 d2 2 1.0 r", "q3 Q0 d8 1 1.0 r"]  # fmt: skip
+    path = tmp_path / "run.trec"
+    path.write_text("\n".join(lines) + "\n")
+    ms = ["ndcg@10", "map", "recip_rank", "P_5"]
+    kw = dict(per_query=True, convention="trec_eval")
+    want = M.evaluate(qrels, M.read_run(path), ms, **kw)
+    pd.testing.assert_frame_equal(M.evaluate(qrels, str(path), ms, **kw), want)
+    got = M.evaluate(qrels, path, ms, engine="stream", memory=1, **kw)
+    pd.testing.assert_frame_equal(got.loc[want.index], want, check_names=False)
+    assert set(M.ENGINES) == {"stream", "dask"}
+    with pytest.raises(ValueError, match="one of 'memory', 'stream', 'dask'"):
+        M.evaluate(qrels, path, ms, engine="spark")
+    with pytest.raises(TypeError, match="memory"):
+        M.evaluate(qrels, M.read_run(path), ms, memory=1)
+    with pytest.raises(ValueError, match="judged_only"):
+        M.evaluate(qrels, path, ms, engine="stream", judged_only=True)

@@ -16,8 +16,10 @@ The metrics, one module per chapter of Part I:
 - `graded` (chapter 4): DCG, NDCG (and Burges' variants)
 - `ranx_compat` (appendix 6): ranx's tie order and ranx-object reading
 
-Importing the package registers every metric, so `evaluate` knows ranx's fourteen names
-(`METRICS`) and the trec_eval measures ranx lacks (`TREC_ONLY`). The chapters' diagrams
+Importing the package registers every metric and the engines `evaluate(engine=...)`
+hands a run file to (`stream`: bounded memory; `distributed`: dask), so `evaluate`
+knows ranx's fourteen names (`METRICS`) and the trec_eval measures ranx lacks
+(`TREC_ONLY`). The chapters' diagrams
 are drawn by `irbook.figures`, above this package: evaluating loads no plotting library.
 """
 
@@ -32,3 +34,9 @@ from .ranx_compat import numba_argsort, ranx_order  # noqa: F401
 from .registry import *  # noqa: F403
 from .sets import *  # noqa: F403
 from .trec import *  # noqa: F403
+
+# the engines `evaluate(engine=...)` can hand a run file to: in bounded memory, or dask
+from .distributed import evaluate_distributed as _dask  # noqa: E402
+from .stream import evaluate_file as _batches  # noqa: E402
+
+ENGINES.update(stream=_batches, dask=_dask)  # noqa: F405

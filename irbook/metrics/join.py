@@ -334,7 +334,7 @@ _TUPLE_FIELDS = {  # ir_measures' Qrel and ScoredDoc, ir_datasets' qrels
     "run": ("query_id", "doc_id", "score"),
 }
 
-
+# %% ../../nbs/api/metrics_join.ipynb #5270f0fb
 def _tuple_columns(x, kind: str):
     "Columns of an iterable of named tuples (ir_measures' Qrel / ScoredDoc), or None."
     if hasattr(x, "items") or isinstance(x, (str, bytes)) or not hasattr(x, "__iter__"):
@@ -365,7 +365,7 @@ def _tuple_columns(x, kind: str):
         raise ValueError(f"{kind}: a {fields[2]} that is not a number") from None
     return Columns.from_frame(table, kind, fields)
 
-
+# %% ../../nbs/api/metrics_join.ipynb #1cdf9995
 def _as_columns(x, kind: str):
     "`x` as Columns if it is a table, named tuples, an ir_datasets id or Columns."
     if isinstance(x, Columns):

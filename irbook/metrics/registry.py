@@ -7,18 +7,20 @@ import ast
 import re
 import warnings
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
+from .io import read_columns
 from .join import Ranked, to_ranked
 
 # %% auto #0
 __all__ = ['PARAMS', 'OPTIONS', 'MEASURES', 'METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'TREC_FAMILIES', 'ALL_TREC',
-           'ERR_MAX_GRADE', 'WALKTHROUGH', 'Param', 'Measure', 'register', 'measure_pattern', 'check_p', 'ratio',
-           'Metric', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'missing_trec', 'parse_ok', 'expand_metrics',
-           'from_ir_measures', 'measure_names', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret', 'judged', 'drop_unjudged',
-           'LabelError', 'err', 'modified_mrr', 'modified_recall', 'aggregate', 'with_options', 'score_ranked',
-           'evaluate', 'ranx_examples', 'agrees_printed', 'printed_beside']
+           'ERR_MAX_GRADE', 'ENGINES', 'WALKTHROUGH', 'Param', 'Measure', 'register', 'measure_pattern', 'check_p',
+           'ratio', 'Metric', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'missing_trec', 'parse_ok',
+           'expand_metrics', 'from_ir_measures', 'measure_names', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret',
+           'judged', 'drop_unjudged', 'LabelError', 'err', 'modified_mrr', 'modified_recall', 'aggregate',
+           'with_options', 'score_ranked', 'evaluate', 'ranx_examples', 'agrees_printed', 'printed_beside']
 
 # %% ../../nbs/api/metrics_registry.ipynb #08ad263a
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ PARAMS: dict = {p.name: p for p in [
 ]}  # fmt: skip
 OPTIONS = ("rel", "judged_only")  # taken by every measure of kind 'ranked'
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #4cde56bd
 @dataclass(frozen=True)
 class Measure:
     "A measure, declared once: name, parameters, its other names, meaning."
@@ -216,7 +218,7 @@ METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
 TREC_ONLY: dict = {}  # measures ranx lacks: trec_eval's counts, gm_map, iprec
 AGGREGATES: dict = {}  # metric name -> how its per-query values become one number
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #9741708f
 def register(
     name: str,  # the measure's name, as declared in `MEASURES`
     agg: str | None = None,  # 'mean', 'sum' or 'gmean'; None: as declared
@@ -242,7 +244,7 @@ def register(
 
     return deco
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #c9233e74
 def measure_pattern(
     kind: str,  # a measure kind: 'ranked', 'spans', ...
 ) -> re.Pattern:
@@ -419,7 +421,7 @@ def _trec_pairs(
         return g["head"], {"p": values[0][1]}
     return None
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #5b190b63
 def _keywords(args: str, metric: str) -> dict:
     "ir_measures' parameters 'a=1, b=\\'x\\'' as a dict of Python values."
     try:
@@ -451,7 +453,7 @@ def _lookup(head: str, at: str | None) -> tuple:
             return cands, val, "_"
     return forms.get(head, []), at, "@" if at is not None else None
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #7547b1fd
 def _pick(cands: list, kw: dict, sep: str | None) -> _Form | None:
     """The form that fits best: written with `sep` (a form without a cut-off is kept
     for its message), its fixed values given, its needed keywords there."""
@@ -474,7 +476,7 @@ def _main_kw(f: _Form) -> set:
         return set()
     return {main.name, main.irm or main.name} if f.dialect != "irbook" else {main.name}
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #c3f43733
 def parse_metric(
     metric: str,  # a metric name: irbook's, trec_eval's or ir_measures'
 ) -> Metric:
@@ -526,7 +528,7 @@ def parse_metric(
         )
     return _resolve(metric, form, kw, value, lvl)
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #cbe7cad9
 def _resolve(metric, form, kw, value, lvl) -> Metric:
     "The values of `form`'s measure from the keywords, the spelled value and -lN."
     m = MEASURES[form.measure]
@@ -593,7 +595,7 @@ def _resolve(metric, form, kw, value, lvl) -> Metric:
     param = out[main.name] if main is not None else 0
     return Metric(m.name, param, out["rel"], out["judged_only"], out.get("gains"))
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #18cd7498
 def _main_fixed(form: _Form) -> dict:
     "The main value a form fixes: trec_eval's rbp is p = 0.9."
     main = MEASURES[form.measure].main
@@ -618,7 +620,7 @@ def from_trec_eval(
     except ValueError:
         return None
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #6a3d27d2
 def _trec_value(v) -> str:
     "A parameter as trec_eval prints it: 10 -> '10', 0.5 -> '0.50', (2, -1) -> '2,-1'."
     if isinstance(v, tuple):
@@ -668,7 +670,7 @@ TREC_FAMILIES: dict = {
     "Rprec_mult_avgjg": tuple(x / 5 for x in range(1, 11)),
 }  # fmt: skip
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #0c1f552c
 def _family(m: str) -> list:
     "trec_eval's bare family name as the names it prints: 'success' -> success_1, ..."
     return [f"{m}_{_trec_value(v)}" for v in TREC_FAMILIES[m]]
@@ -698,7 +700,7 @@ def missing_trec(
             out.append(n)
     return out
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #4c2a53fa
 def _expand(m: str, trec: bool = False) -> list:
     "trec_eval's -m spellings as measure names: 'P.5,10' -> ['P_5', 'P_10']."
     if m == "official":
@@ -721,7 +723,7 @@ def _expand(m: str, trec: bool = False) -> list:
         return [f"{head}_{values}"]  # the name trec_eval prints: the string as given
     return [m]
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #c74102d1
 def _cutoffs(m: str, head: str, values: str) -> list:
     """trec_eval's cut-offs of `-m head.values`, as meas_init.c reads them: sorted,
     whole numbers read as atol reads them (23.4 is 23), none twice, whole ones > 0."""
@@ -738,7 +740,7 @@ def _cutoffs(m: str, head: str, values: str) -> list:
         raise ValueError(f"metric {m!r}: a cut-off given twice (trec_eval refuses it)")
     return out
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #549bb171
 def _takes_string(
     head: str,  # trec_eval's measure name
     values: str,  # what follows its '.' on trec_eval's command line
@@ -761,7 +763,7 @@ def parse_ok(
     except ValueError:
         return False
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #b207ad7a
 def expand_metrics(
     metrics: str | list,  # a name, a list of names, 'official' or 'P.5,10'
     trec: bool = False,  # bare 'recall' is trec_eval's family, not irbook's recall
@@ -989,7 +991,7 @@ def aggregate(
         return float(np.exp(np.mean(np.log(np.maximum(values, 1e-5)))))
     return float(np.mean(values))
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #f9b375c6
 def with_options(
     r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
     judged_only: bool = False,  # unjudged documents dropped, ranks closed up (-J)
@@ -1012,7 +1014,7 @@ def with_options(
         r = replace(r, rel=np.where(r.judged, gain(r.rel), 0.0), ideal=ideal)
     return r
 
-
+# %% ../../nbs/api/metrics_registry.ipynb #fe5ac1dd
 def score_ranked(
     r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
     names: list,  # metric names, already expanded
@@ -1030,8 +1032,25 @@ def score_ranked(
     return out
 
 
+# the engines beside this one, filed by the package (`irbook.metrics`) on import
+ENGINES: dict = {}
+
+# %% ../../nbs/api/metrics_registry.ipynb #8f826017
+def _other_engine(engine, qrels, run, metrics, per_query, make_comparable, convention,
+                  judged_only, widths, settings):  # fmt: skip
+    "`evaluate` by the engine `engine` names (see `ENGINES`)."
+    if engine not in ENGINES:
+        known = ", ".join(repr(e) for e in ["memory", *ENGINES])
+        raise ValueError(f"engine {engine!r}: one of {known}")
+    if judged_only or widths is not None:
+        raise ValueError(f"engine {engine!r} scores a whole run file: judged_only and "
+                         "widths are the memory engine's")  # fmt: skip
+    kw = dict(per_query=per_query, make_comparable=make_comparable)
+    return ENGINES[engine](qrels, run, metrics, convention=convention, **kw, **settings)
+
+
 def evaluate(
-    qrels,  # judgments: a dict, DataFrame, `Columns` or ranx Qrels
+    qrels,  # judgments: a dict, DataFrame, `Columns`, ranx Qrels or a file
     run,  # the ranking to score, in any of those forms
     metrics: str | list,  # a name, a list, or 'official' (trec_eval's set)
     per_query: bool = False,  # return each query's scores, not the means
@@ -1039,13 +1058,29 @@ def evaluate(
     convention: str = "ranx",  # 'ranx', 'trec_eval' (10) or 'pytrec_eval'
     judged_only: bool = False,  # drop unjudged documents first (trec_eval -J)
     widths: tuple | None = None,  # a batch of a larger run: the run's widths
+    engine: str = "memory",  # 'memory'; 'stream' or 'dask' for a run file (`ENGINES`)
+    **settings,  # the engine's own: memory=, tmp= (stream); scheduler=, ... (dask)
 ):
     """Score `run` against `qrels` with `metrics`.
 
     Returns what ranx returns: a float for one metric name, a dict {metric: mean}
     for a list; with `per_query=True` a DataFrame with one row per query and one
     column per metric. Every name is checked before any work; queries that only one
-    side holds raise a `QueryMismatch` unless `make_comparable=True`."""
+    side holds raise a `QueryMismatch` unless `make_comparable=True`. `engine` picks
+    how: in memory (here), or a run file read a batch of queries at a time
+    ('stream', `irbook.metrics.stream.evaluate_file`) or by dask workers ('dask',
+    `irbook.metrics.distributed.evaluate_distributed`); every engine gives the same
+    numbers."""
+    if engine != "memory":
+        return _other_engine(engine, qrels, run, metrics, per_query, make_comparable,
+                             convention, judged_only, widths, settings)  # fmt: skip
+    if settings:
+        raise TypeError(f"evaluate: {sorted(settings)} are not settings of any engine "
+                        "used in memory")  # fmt: skip
+    if isinstance(qrels, Path) or isinstance(qrels, str) and Path(qrels).is_file():
+        qrels = read_columns(qrels, "qrels")  # a file, read whole (another str: an id)
+    if isinstance(run, Path) or isinstance(run, str) and Path(run).is_file():
+        run = read_columns(run, "run")
     # judged_only: score the condensed lists (unjudged docs removed), trec_eval -J;
     # widths: a batch of a larger run scored at the run's widths (see `to_ranked`)
     names = expand_metrics(metrics)

@@ -346,7 +346,7 @@ def G(
         term = np.where(g != 0, g / np.log2(2 + cost - got), 0.0)
     return ratio(_total(term), np.where(ideal > 0, ideal, 0.0).sum(1))
 
-
+# %% ../../nbs/api/metrics_trec.ipynb #c3f44478
 @register("ndcg_rel")
 def ndcg_rel(
     r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
@@ -367,7 +367,7 @@ def ndcg_rel(
         total = _total(at) + (n_rel - found) * last / idcg[:, -1]
     return np.where(total > 0, ratio(total, n_rel), 0.0)  # NaN (0/0): no gain, 0
 
-
+# %% ../../nbs/api/metrics_trec.ipynb #5c70956f
 @register("Rndcg")
 def Rndcg(
     r: Ranked,  # the qrels and run joined and ranked (`to_ranked`)
