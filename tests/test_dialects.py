@@ -23,6 +23,7 @@ from irbook.cli import main
 from irbook.metrics import evaluate, expand_metrics, parse_metric
 from irbook.metrics.registry import MEASURES as M_MEASURES
 from irbook.metrics.registry import measure_names
+from irbook.metrics.stream import MEMORY
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -334,7 +335,7 @@ def test_version_and_help_defaults():
         "default: ranx",
         "default: t)",
         "default: 0.05",
-        "default: 512",
+        f"default: {MEMORY // 2**20}",
         "default: table",
     ]:
         assert default in h, default
