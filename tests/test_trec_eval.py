@@ -127,9 +127,9 @@ def truncate(run: dict, depth: int) -> dict:
     return out
 
 
-@pytest.mark.parametrize("expected,flags,qrels,run", TEST_FILES, ids=lambda x: str(x))
-def test_trec_eval_test_folder(expected, flags, qrels, run):
-    "Every measure irbook has, per query where the file has them, as trec_eval prints."
+def suite_case(expected, flags, qrels, run):
+    """trec_eval's expected output {measure: {query: str}}, its qrels and run (the run
+    cut to -M's depth) and -l's level, for one file of its test folder."""
     folder = SRC / "test"
     if not (folder / expected).exists():
         pytest.skip(f"no trec_eval test folder at {folder}")
@@ -140,8 +140,13 @@ def test_trec_eval_test_folder(expected, flags, qrels, run):
     qd, rd = read_trec(folder / qrels, "qrels"), read_trec(folder / run, "run")
     lvl = int(next((f[2:] for f in flags if f.startswith("-l")), 1))
     depth = next((int(f[2:]) for f in flags if f.startswith("-M")), None)
-    if depth:
-        rd = truncate(rd, depth)
+    return exp, qd, truncate(rd, depth) if depth else rd, lvl
+
+
+@pytest.mark.parametrize("expected,flags,qrels,run", TEST_FILES, ids=lambda x: str(x))
+def test_trec_eval_test_folder(expected, flags, qrels, run):
+    "Every measure irbook has, per query where the file has them, as trec_eval prints."
+    exp, qd, rd, lvl = suite_case(expected, flags, qrels, run)
     names = compare(exp, qd, rd, lvl=lvl, mc="-c" in flags, per_query="-q" in flags)
     assert len(names) >= (8 if expected == "out.test.meas_params" else 25)
 
@@ -561,18 +566,7 @@ AGG = {"gm_bpref", "num_nonrel_judged_ret"}
 )
 def test_new_measures_on_trec_evals_test_folder(expected, flags, qrels, run):
     "The 34 lines irbook lacked (rbp it had), relstring with -q, as trec_eval prints."
-    folder = SRC / "test"
-    if not (folder / expected).exists():
-        pytest.skip(f"no trec_eval test folder at {folder}")
-    exp = {}
-    for line in (folder / expected).read_text().splitlines():
-        m, q, v = line.split()
-        exp.setdefault(m, {})[q] = v
-    qd, rd = read_trec(folder / qrels, "qrels"), read_trec(folder / run, "run")
-    lvl = int(next((f[2:] for f in flags if f.startswith("-l")), 1))
-    depth = next((int(f[2:]) for f in flags if f.startswith("-M")), None)
-    if depth:
-        rd = truncate(rd, depth)
+    exp, qd, rd, lvl = suite_case(expected, flags, qrels, run)
     assert compare_new(exp, qd, rd, lvl=lvl, mc="-c" in flags) == 34
 
 
