@@ -3,6 +3,7 @@
 # %% ../../nbs/api/metrics_stream.ipynb #3a4f1864
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -165,8 +166,12 @@ def _write_block(
     rows to one file (`bucket`: {query id: b}, each new query the next file in turn)."""
     import pyarrow as pa
 
-    new = (bucket.setdefault(q, len(bucket) % nb) for q in c.qids.tolist())
-    qb = np.fromiter(new, np.int64, len(c.qids))[c.qcode]
+    qids = c.qids.tolist()
+    got = list(map(bucket.get, qids))  # the queries seen before: at C's speed
+    if None in got:  # each new query: the next file in turn
+        got = [bucket.setdefault(q, len(bucket) % nb) for q in qids]
+    # at most 256 files: one byte a row, which numpy's stable sort sorts by radix
+    qb = np.array(got, np.uint8 if nb <= 256 else np.int64)[c.qcode]
     order = np.argsort(qb, kind="stable")  # file order within each query
     t = _table(c, order)
     cuts = np.searchsorted(qb[order], np.arange(nb + 1))
@@ -177,7 +182,9 @@ def _write_block(
         writers[key].write_table(t.slice(cuts[b], cuts[b + 1] - cuts[b]))
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
-_FANOUT = 32  # at most this many files are written at once; a fuller one is split again
+# at most this many files are written at once (a fuller one is spread again): a pass
+# writes (blocks x files) slices, so more files cost slices and more levels cost passes
+_FANOUT = 256
 
 
 def _head(path) -> bytes:
@@ -189,7 +196,9 @@ def _head(path) -> bytes:
 def _spread(parts, n: int, size: int, folder: Path, prefix: str = "") -> list:
     """Spread the rows of `parts` (an iterator of `Columns`, ~`n` bytes in all) over
     files of whole queries of about `size` bytes; the names of the files, in order."""
-    nb = min(_FANOUT, max(1, -(-n // size) * 2))  # twice as many as blocks, or fewer
+    nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
+    if nb > _FANOUT:  # files spread again: levels of equal fan-out, as few as can be
+        nb = math.ceil(nb ** (1 / math.ceil(math.log(nb, _FANOUT))))
     writers, bucket = {}, {}
     try:
         for c in parts:
