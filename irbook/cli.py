@@ -48,9 +48,10 @@ if TYPE_CHECKING:  # annotations only: pandas is imported where it is used
     import pandas as pd
 
 # %% auto #0
-__all__ = ['DEFAULT_METRICS', 'OFFICIAL', 'run_name', 'message', 'InputError', 'reading', 'score_runs', 'alpha_arg', 'cut_arg',
-           'level_arg', 'k_arg', 'parser', 'tagged', 'eval_job', 'run_eval', 'plan_arguments', 'run_plan',
-           'stdin_files', 'measures_table', 'parse', 'main', 'command', 'judge_labels']
+__all__ = ['DEFAULT_METRICS', 'OFFICIAL', 'MISSING_ZSCORE', 'run_name', 'message', 'InputError', 'reading', 'score_runs',
+           'alpha_arg', 'cut_arg', 'level_arg', 'k_arg', 'parser', 'tagged', 'eval_job', 'read_zscores', 'as_zscores',
+           'run_eval', 'plan_arguments', 'run_plan', 'stdin_files', 'measures_table', 'parse', 'main', 'command',
+           'judge_labels']
 
 # %% ../nbs/api/cli.ipynb #fad3f2ab
 def run_name(
@@ -442,6 +443,15 @@ def parser() -> argparse.ArgumentParser:
         help="score only judged documents, unjudged ones removed (trec_eval's -J)",
     )
     e.add_argument(
+        "-Z",
+        "--Zscore",  # trec_eval's long name
+        dest="zscores",
+        metavar="ZSCORE_FILE",
+        help="with --convention trec_eval --format trec: each query's value as a "
+        "z-score, (value - mean) / stddev, from this file's `qid measure mean stddev` "
+        "lines (trec_eval's -Z; -1000000 where the file has none)",
+    )
+    e.add_argument(
         "--bounds",
         action="store_true",
         help="each metric with the unjudged documents non-relevant and relevant",
@@ -565,6 +575,15 @@ def eval_job(
     if a.format == "latex":  # pandas' Styler
         _extra("--format latex", "latex", "jinja2")
     j.test = a.test or "t"  # given with --judge: refused above
+    if a.zscores is not None and (
+        (a.convention, a.format) != ("trec_eval", "trec")
+        or any(x is not None for x in (a.chunks, a.judge, a.holes))
+        or a.bounds
+    ):
+        raise ValueError(
+            "-Z/--Zscore is trec_eval's: give it with --convention trec_eval --format "
+            "trec, to scores (not --chunks, --judge, --bounds or --holes)"
+        )
     j.memory = MEMORY // 2**20 if a.memory is None else a.memory
     if a.power is not None and (a.per_query or len(a.runs) < 2):
         raise ValueError("--power needs two runs or more to compare, without -q")
@@ -681,6 +700,7 @@ def _inputs(j: argparse.Namespace) -> dict:
     else:
         todo = [("qrels", j.qrels, lambda p: read_columns(p, "qrels"))]
         todo.append(("judge", j.judge, lambda p: judge_labels(p)))  # defined below
+        todo.append(("zscores", getattr(j, "zscores", None), read_zscores))  # below
     got = {}
     for key, path, read in todo:
         if path is not None:
@@ -700,15 +720,87 @@ def _means_text(name: str, means: dict) -> str:
     return "\n".join(lines)
 
 
-def _trec_eval_total(metric: str, values) -> float:
-    "`metric`'s 'all' value as trec_eval 10 sums it: query after query, then divided."
+def _trec_eval_total(metric: str, values, z: bool = False) -> float:
+    """`metric`'s 'all' value as trec_eval 10 sums it: query after query, then divided
+    (`z`: -Z's z-scores, gm_map's of its logs already)."""
     kind = AGGREGATES.get(parse_metric(metric)[0], "mean")
-    if kind == "sum":  # counts: exact in any order
+    if kind == "sum" and not z:  # counts: exact in any order
         return aggregate(metric, values)
     total = 0.0  # a float64, as trec_eval's C double, added in its order
     for v in values:
-        total += math.log(max(v, 1e-5)) if kind == "gmean" else v
+        total += math.log(max(v, 1e-5)) if kind == "gmean" and not z else v
+    if kind == "sum":
+        return total
     return math.exp(total / len(values)) if kind == "gmean" else total / len(values)
+
+# %% ../nbs/api/cli.ipynb #b6fb374c
+MISSING_ZSCORE = -1000000.0  # trec_eval.h's MISSING_ZSCORE_VALUE
+
+
+def read_zscores(
+    path,  # trec_eval's -Z file: lines `qid measure mean stddev`
+) -> dict:
+    """trec_eval's z-score reference, {(qid, measure): (mean, stddev)}: four fields a
+    line, split at ASCII whitespace as trec_eval 10's get_zscores.c splits them."""
+    out = {}
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields:  # a blank line (trec_eval calls it malformed)
+                continue
+            if len(fields) != 4:
+                raise ValueError(
+                    f"{path}, line {n}: a z-score line is `qid measure mean stddev`, "
+                    f"not {len(fields)} fields"
+                )
+            qid, measure = (x.decode("utf-8", "surrogateescape") for x in fields[:2])
+            try:
+                ref = float(fields[2]), float(fields[3])
+            except ValueError:
+                raise ValueError(
+                    f"{path}, line {n}: mean and stddev are numbers, not "
+                    f"{fields[2].decode(errors='replace')!r} "
+                    f"{fields[3].decode(errors='replace')!r}"
+                ) from None
+            if (qid, measure) in out:
+                raise ValueError(f"{path}, line {n}: {qid} {measure} given twice")
+            out[qid, measure] = ref
+    if not out:
+        raise ValueError(f"{path}: no z-score lines (`qid measure mean stddev`)")
+    return out
+
+
+def _zscore(value: float, ref: tuple | None) -> float:
+    "`value` as trec_eval's -Z converts it (convert_zscores.c), `ref` its (mean, sd)."
+    if ref is None:  # the file has no such query or measure
+        return MISSING_ZSCORE
+    mean, sd = ref
+    if sd:
+        return (value - mean) / sd
+    return 0.0 if value == mean else MISSING_ZSCORE
+
+
+def as_zscores(
+    x,  # one run's per-query scores (a DataFrame), queries as rows
+    metrics: list,  # the numeric columns to convert
+    zscores: dict,  # read_zscores' {(qid, trec_eval's measure name): (mean, stddev)}
+):
+    """`x` with `metrics`' values as trec_eval's -Z makes them before it sums them:
+    gm_map's and gm_bpref's are z-scores of their logs (floored at 1e-5), num_q's are
+    left as they are (it counts the queries): a new DataFrame."""
+    from irbook.compare import trec_name
+
+    x = x.copy()
+    for m in metrics:
+        name = trec_name(m)
+        if name == "num_q":
+            continue
+        values = x[m].tolist()
+        if AGGREGATES.get(parse_metric(m)[0]) == "gmean":  # trec_eval holds the log
+            values = [math.log(max(v, 1e-5)) for v in values]
+        pairs = zip(x.index, values)
+        x[m] = [_zscore(v, zscores.get((str(q), name))) for q, v in pairs]
+    return x
 
 # %% ../nbs/api/cli.ipynb #38933137
 def _in_trec_eval_order(metrics: list) -> list:
@@ -731,6 +823,7 @@ def _trec_text(
     per_query: bool = False,  # -q: the per-query lines too
     runid: bool = True,  # the runid line
     num_rel: int | None = None,  # -c: trec_eval's num_rel summary (labels > 0)
+    zscores: dict | None = None,  # -Z: read_zscores' reference, values as z-scores
 ) -> list:
     """trec_eval's lines for a per-query table, as trec_eval 10 prints them: its
     measures' order, the asked-for lines only, its 'all' lines summed as it sums
@@ -745,13 +838,15 @@ def _trec_text(
         x = table[run].loc[order]
         x = x[_in_trec_eval_order(list(x.columns))]
         sums = [m for m in x.columns if is_numeric_dtype(x[m])]  # relstring: -q only
-        totals = {m: _trec_eval_total(m, x[m].tolist()) for m in sums}
+        x = x if zscores is None else as_zscores(x, sums, zscores)  # before the sums
+        z = zscores is not None
+        totals = {m: _trec_eval_total(m, x[m].tolist(), z) for m in sums}
         for m in sums:  # -c: every qrels label > 0, whatever -l (te_calc_avg_num_rel)
             if num_rel is not None and parse_metric(m)[0] == "num_rel":
                 totals[m] = float(num_rel)
         means = [m for m in x.columns if AGGREGATES.get(parse_metric(m)[0]) == "gmean"]
         lines_q = x.drop(columns=means) if per_query else None  # gm_map, gm_bpref: all
-        kw = dict(per_query=lines_q, runid=runid)
+        kw = dict(per_query=lines_q, runid=runid, z=z)
         lines += trec_lines(run, totals, **kw)
     return lines
 
@@ -819,7 +914,8 @@ def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
             table = pd.concat([table, tagged(strings, j.runs)[0]], axis=1)
         qrels = got.get("qrels") if j.make_comparable else None
         n_rel = None if qrels is None else int((qrels.values > 0).sum())
-        r.trec = _trec_text(table, j.per_query, j.runid, n_rel)
+        zscores = got.get("zscores")  # -Z
+        r.trec = _trec_text(table, j.per_query, j.runid, n_rel, zscores)
     if trec and j.convention != "trec_eval":  # say whose numbers these are
         r.notes.append(
             f"trec_eval's layout with {j.convention}'s numbers: add --convention "

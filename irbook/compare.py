@@ -464,10 +464,13 @@ def trec_name(
 _ALL_ONLY = ("num_q", "gm_map")  # trec_eval prints these for "all" only
 
 
-def _trec_line(measure: str, qid, value) -> str:
-    "One line as trec_eval prints it: `%-22s\\t%s\\t%6.4f` (a count as an integer)."
-    if isinstance(value, str):  # relstring: trec_eval quotes it
+def _trec_line(measure: str, qid, value, z: bool = False) -> str:
+    """One line as trec_eval prints it: `%-22s\\t%s\\t%6.4f` (a count as an integer;
+    `z`, trec_eval's -Z: a Z before the name, every number as %6.4f)."""
+    if isinstance(value, str):  # relstring: trec_eval quotes it, with no Z
         return f"{trec_name(measure):<22}\t{qid}\t'{value}'"
+    if z:
+        return f"Z{trec_name(measure):<22}\t{qid}\t{value:6.4f}"
     count = not _by_mean(measure) and measure != "gm_map" and value == int(value)
     text = f"{int(value)}" if count else f"{value:6.4f}"
     return f"{trec_name(measure):<22}\t{qid}\t{text}"
@@ -479,6 +482,7 @@ def trec_lines(
     n: int | None = None,  # number of queries (a num_q row), if known
     per_query: pd.DataFrame | None = None,  # per-query scores: -q rows
     runid: bool = True,  # a runid line (trec_eval prints it when asked, as 'official')
+    z: bool = False,  # trec_eval's -Z: its values are z-scores (Z-prefixed lines)
 ) -> list[str]:
     """trec_eval's layout for one run: a list of lines, per-query rows (sorted ids),
     then the 'all' rows."""
@@ -487,12 +491,14 @@ def trec_lines(
         for q in sorted(per_query.index, key=str):
             row = per_query.loc[q].items()  # trec_eval -q: no num_q, gm_map per query
             out += [
-                _trec_line(m, q, v) for m, v in row if trec_name(m) not in _ALL_ONLY
+                _trec_line(m, q, v, z) for m, v in row if trec_name(m) not in _ALL_ONLY
             ]
     out += [f"{'runid':<22}\tall\t{name}"] if runid else []
     if n is not None and "num_q" not in map(trec_name, means):
-        out.append(f"{'num_q':<22}\tall\t{n}")
-    return out + [_trec_line(m, "all", v) for m, v in means.items()]
+        out.append(
+            _trec_line("num_q", "all", float(n), z) if z else f"{'num_q':<22}\tall\t{n}"
+        )
+    return out + [_trec_line(m, "all", v, z) for m, v in means.items()]
 
 # %% ../nbs/api/compare.ipynb #ta85298488
 @dataclass

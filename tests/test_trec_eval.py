@@ -14,6 +14,7 @@ strings (form_res_rels.c).
 
 import contextlib
 import io
+import math
 import os
 import subprocess
 import sys
@@ -674,11 +675,10 @@ def quicktest() -> list:
     return out
 
 
-# what irbook does not do, and why: trec_eval's other input formats and its z-scores
+# what irbook does not do, and why: trec_eval's other input formats
 NOT_IN_IRBOOK = {
     "-R": "-R prefs, qrels_prefs, qrels_jg: preference and judgment-group qrels "
     "formats (the prefs and *_avgjg measures), not relevance qrels",
-    "-Z": "-Z: per-query values as z-scores of a reference file (Z-prefixed lines)",
 }
 
 
@@ -776,3 +776,101 @@ def assert_tie(ours: str, theirs: str, qp, rp, flags):
     v = M.evaluate(qc, rc, [name], per_query=True, judged_only="-J" in flags, **kw)
     half = v.loc[q, name] * 1e4 % 1
     assert abs(half - 0.5) < 1e-9, (ours, theirs, v.loc[q, name])
+
+
+# ------------------------------------------------- -Z: z-scores of a reference file
+def zscore_file(path, raw: list, gone: bool, seed: int = 0):
+    """A made-up -Z file for trec_eval's `-q -m all_trec` lines `raw`: random means and
+    stddevs, some entries left out (not gm_map's), one query's all if `gone`, one
+    stddev 0 at the value and one away from it.
+    trec_eval's binary searches look one entry past the end (convert_zscores.c: `end =
+    num`), so each query keeps its strcmp-last measure and the strcmp-last query stays:
+    a missing measure or query then never falls past the end."""
+    rng = np.random.default_rng(seed)
+    values = {}  # (qid, measure): trec_eval's value, gm_map and gm_bpref as logs
+    for line in raw:
+        m, q, v = line.split("\t")
+        if q != "all" and not v.startswith("'"):  # relstring: not a number
+            values[q.strip(), m.strip()] = float(v)
+    qids = sorted({q for q, _ in values}, key=str.encode)
+    for q in qids:  # gm_map's per-query value is log(max(AP, 1e-5))
+        for gm, base in (("gm_map", "map"), ("gm_bpref", "bpref")):
+            values[q, gm] = math.log(max(values[q, base], 1e-5))
+    last = {q: max((m for p, m in values if p == q), key=str.encode) for q in qids}
+    gone_q = qids[len(qids) // 2] if gone else None  # not the last query
+    lines, zeros = [], 0
+    for (q, m), v in values.items():
+        kept = m == "gm_map" or rng.random() > 0.1
+        keep = m == last[q] or (q != gone_q and m != "P_5" and kept)
+        if not keep:  # P_5: no query has it; some others missing here and there
+            continue
+        if zeros < 2 and m == "num_rel":  # sd 0: at the value (0), then off (missing)
+            lines.append(f"{q} {m} {v + zeros} 0\n")
+            zeros += 1
+            continue
+        mean, sd = v + rng.normal(0, 0.3), rng.uniform(0.05, 2)
+        lines.append(f"{q} {m} {mean!r} {sd!r}\n")
+    rng.shuffle(lines)  # any order, as trec_eval sorts them
+    path.write_text("".join(lines), encoding="utf-8")
+    assert zeros == 2
+    return path
+
+
+@pytest.mark.parametrize("flags", [["-q"], ["-q", "-c"], []], ids=" ".join)
+def test_zscores_equal_trec_evals(trec_eval, cases, tmp_path, flags):
+    "`-Z FILE`: the command's lines == trec_eval's, per query and 'all' (gm_map too)."
+    from irbook.cli import main
+
+    qrels, run = batch(cases, complete="-c" not in flags)
+    qp, rp = write(tmp_path, qrels, run)
+    args = ["-m", "all_trec", *flags, str(qp), str(rp)]
+    raw = subprocess.run(
+        [str(trec_eval), "-q", *args], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    gone = flags == ["-q"]  # a query the file lacks: gm_map's mean is then 0
+    zp = zscore_file(tmp_path / "zscores", raw, gone)
+    want = subprocess.run(
+        [str(trec_eval), "-Z", str(zp), *args],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert any("\t-1000000.0000" in x for x in want)  # missing entries are there
+    gm = [x.split("\t")[2] for x in want if x.startswith("Zgm_map")]
+    assert gm == ["0.0000"] if gone else gm != ["0.0000"], gm
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["eval", "-Z", str(zp), *args, "--convention", "trec_eval",
+                       "--format", "trec"])  # fmt: skip
+    assert status == 0
+    got = out.getvalue().splitlines()
+    assert len(got) == len(want) > 0
+    differ = [(a, b) for a, b in zip(got, want) if a != b]
+    assert len(differ) <= 3, differ[:5]  # a sum half-way between two printed values
+    for a, b in differ:
+        (m, q, x), (m2, q2, y) = a.split("\t"), b.split("\t")
+        assert (m, q) == (m2, q2) and abs(float(x) - float(y)) < 1.5e-4, (a, b)
+
+
+def test_zscores_refused_outside_trec_evals_layout(tmp_path, capsys):
+    "-Z needs --convention trec_eval --format trec, and a well-formed file."
+    from irbook.cli import main
+
+    folder = SRC / "test"
+    if not folder.exists():
+        pytest.skip(f"no trec_eval source at {SRC}")
+    files = [str(folder / "qrels.test"), str(folder / "results.test")]
+    zp = str(folder / "zscores_file")
+    trec = ["--convention", "trec_eval", "--format", "trec"]
+    for more in (["--format", "trec"], ["--convention", "trec_eval"], [],
+                 [*trec, "--bounds"]):  # fmt: skip
+        assert main(["eval", "-Z", zp, *files, *more]) == 2
+        assert "-Z/--Zscore is trec_eval's" in capsys.readouterr().err
+    bad = tmp_path / "bad"
+    for text, says in [
+        ("301 map 0.1\n", "not 3 fields"),
+        ("301 map x 1\n", "numbers"),
+        ("301 map 0 1\n301 map 0 2\n", "given twice"),
+        ("", "no z-score"),
+    ]:
+        bad.write_text(text)
+        assert main(["eval", "-Z", str(bad), *files, *trec]) == 2
+        assert says in capsys.readouterr().err
