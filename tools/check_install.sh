@@ -63,6 +63,8 @@ for m in mods:
 heavy = sorted({"torch", "sentence_transformers", "transformers", "datasets", "pylate"} & set(sys.modules))
 assert not heavy, f"the evaluator imported course dependencies: {heavy}"
 print("imported", len(mods), "modules; no course dependency loaded")
+from irbook.metrics.registry import ranx_examples
+assert len(ranx_examples()) > 10, "the ranx examples are not in the wheel"
 from irbook import stats
 try:  # an extra left out is named by the error
     stats.ranx_per_query({"q": {"a": 1}}, {"q": {"a": 1.0}}, ["ndcg@10"])
