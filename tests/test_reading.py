@@ -301,19 +301,19 @@ def test_no_abort_under_repetition(tmp_path):
 
 
 def test_small_text_by_the_line_reader_large_by_pyarrow(tmp_path):
-    "Below `_SMALL` bytes the line reader (no pyarrow import); above, pyarrow's parser."
+    "Below `SMALL_FILE` bytes the line reader (no pyarrow import); above, pyarrow's parser."
     import pyarrow as pa
 
     from irbook.metrics import io as mio
 
     line = "q{} Q0 d{} {} {} run\n"
     small = "".join(line.format(i % 9, i, i + 1, 1000 - i) for i in range(100))
-    n = mio._SMALL // len(line.format(1, 1, 1, 1)) + 1000
+    n = mio.SMALL_FILE // len(line.format(1, 1, 1, 1)) + 1000
     large = "".join(line.format(i % 9, i, i + 1, 10**6 - i) for i in range(n))
     for text, arrow in ((small, False), (large, True)):
         p = tmp_path / "run"
         p.write_text(text)
-        assert (len(text) >= mio._SMALL) == arrow
+        assert (len(text) >= mio.SMALL_FILE) == arrow
         got = M.read_columns(p, "run")
         assert isinstance(got.docs, pa.Array) == arrow
         assert same_columns(got, _line_columns(text.encode(), p, "run"))
@@ -386,7 +386,7 @@ def test_each_block_of_a_large_file_is_read_by_pyarrow(tmp_path, monkeypatch):
     reader, not the line reader (--memory 4 on MS MARCO's dev run: 20.8 s -> 1.8 s)."""
     from irbook.metrics import io as mio
 
-    n = mio._SMALL // 20 + 1000  # lines of 20-26 bytes: more than _SMALL
+    n = mio.SMALL_FILE // 20 + 1000  # lines of 20-26 bytes: more than SMALL_FILE
     text = "".join(
         f"q{i // 100} Q0 d{i} {i % 100 + 1} {1000 - i % 100} r\n" for i in range(n)
     )

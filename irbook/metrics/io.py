@@ -25,8 +25,8 @@ from irbook.metrics.columns import (
 )
 
 # %% auto #0
-__all__ = ['compression_of', 'file_stamp', 'file_changed', 'read_bytes', 'read_columns', 'read_blocks', 'parse_block', 'run_tag',
-           'read_qrels', 'read_run']
+__all__ = ['SMALL_FILE', 'compression_of', 'file_stamp', 'file_changed', 'read_bytes', 'memory_pool', 'read_columns',
+           'read_blocks', 'parse_block', 'run_tag', 'read_qrels', 'read_run']
 
 # %% ../../nbs/api/metrics_io.ipynb #1f53ab26
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
@@ -268,19 +268,19 @@ def _has_empty(col) -> bool:
 
 
 # below this many bytes the line reader is quicker than importing pyarrow (0.1 s)
-_SMALL = 2**20
+SMALL_FILE = 2**20
 
 
 def _fast(data: bytes, kind: str, fast: bool | None = None) -> Columns | None:
     """Columns by pyarrow's parser if `data` is regular and large (or `fast`); None:
     the line reader."""
     if fast is None:  # a block of a large file: pyarrow, already imported, is quicker
-        fast = len(data) >= _SMALL
+        fast = len(data) >= SMALL_FILE
     return _fast_columns(data, kind) if fast else None
 
 
 @cache
-def _pool():
+def memory_pool():
     "pyarrow's jemalloc memory pool, else the system's: they give back what is freed."
     import pyarrow as pa
 
@@ -323,7 +323,7 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
             convert_options=csv.ConvertOptions(
                 column_types=types, include_columns=list(types)
             ),
-            memory_pool=_pool(),
+            memory_pool=memory_pool(),
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # a line with more or fewer fields, a bad value, bad UTF-8...
@@ -386,9 +386,14 @@ def read_blocks(
     with _source(path) as (f, raw, stamp):
         rest, start, lf = b"", True, False
         while True:  # each block read after the rest of the one before, in place:
-            data = bytearray(len(rest) + size)  # its text is never copied again
+            # its text is never copied again; the buffer grows as text comes, so a
+            # budget larger than the file (or the machine) allocates only what is read
+            data = bytearray(len(rest) + min(size, _BLOCK))
             data[: len(rest)] = rest
             n = len(rest) + _read_into(f, memoryview(data)[len(rest) :])
+            while n == len(data) and n - len(rest) < size:  # full: room for more
+                data.extend(bytes(min(_BLOCK, size - (n - len(rest)))))
+                n += _read_into(f, memoryview(data)[n:])
             if n == len(rest):
                 break
             del data[n:]  # shortened in place (the file's end)

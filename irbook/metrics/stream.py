@@ -19,11 +19,11 @@ from irbook.metrics.columns import (
 )
 from .conventions import get_convention
 from irbook.metrics.io import (
-    _SMALL,
-    _pool,
+    SMALL_FILE,
     compression_of,
     file_changed,
     file_stamp,
+    memory_pool,
     parse_block,
     read_blocks,
 )
@@ -131,7 +131,7 @@ def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
 
 def _large(path) -> bool:
     "True if the file `path` is large: each block read by pyarrow, however small."
-    return Path(path).stat().st_size >= _SMALL
+    return Path(path).stat().st_size >= SMALL_FILE
 
 # %% ../../nbs/api/metrics_stream.ipynb #aa7bf198
 def _schema():
@@ -146,7 +146,7 @@ def _table(c: Columns, order: np.ndarray):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    pool = _pool()  # numpy_arrow, not pa.array: that would import pandas (35 MB)
+    pool = memory_pool()  # numpy_arrow, not pa.array: that would import pandas (35 MB)
     q = pc.take(numpy_arrow(c.qids), numpy_arrow(c.qcode[order]), memory_pool=pool)
     codes = c.dcode[order]
     if c.docs is None:  # plain integer ids
@@ -249,7 +249,7 @@ def _spilled_parts(f: Path, size: int):
 
     with pa.OSFile(str(f)) as src:
         batches, n = [], 0
-        for batch in pa.ipc.open_stream(src, memory_pool=_pool()):
+        for batch in pa.ipc.open_stream(src, memory_pool=memory_pool()):
             batches.append(batch)
             n += batch.nbytes
             if n >= size:
@@ -273,7 +273,7 @@ def spilled(
     import pyarrow as pa
 
     with pa.OSFile(str(folder / f"{b}.arrow")) as f:
-        t = pa.ipc.open_stream(f, memory_pool=_pool()).read_all()
+        t = pa.ipc.open_stream(f, memory_pool=memory_pool()).read_all()
     rc = _as_columns(t)
     problem = columns_problem(rc)
     if problem:  # a doc repeated in a query whose lines are apart
