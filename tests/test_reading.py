@@ -301,7 +301,7 @@ def test_no_abort_under_repetition(tmp_path):
 
 
 def test_small_text_by_the_line_reader_large_by_pyarrow(tmp_path):
-    "Below `SMALL_FILE` bytes the line reader (no pyarrow import); above, pyarrow's parser."
+    "Below `SMALL_FILE` bytes the line reader (no pyarrow import); above, pyarrow."
     import pyarrow as pa
 
     from irbook.metrics import io as mio
