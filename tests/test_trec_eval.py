@@ -729,7 +729,17 @@ def nan_lines(lines: list) -> list:
     return [x for x in lines if x.endswith("-nan")]
 
 
-@pytest.mark.parametrize("flags", FLAG_SETS, ids=" ".join)
+# `make test` runs three of them (a minute of CPU); `make test-slow` and CI all ten
+FAST_FLAGS = [["-q"], ["-q", "-c", "-J", "-l2"], FLAG_SETS[-1]]
+
+
+def _marked(sets: list, fast: list) -> list:
+    "The flag sets as pytest params, those not in `fast` marked slow."
+    slow = pytest.mark.slow
+    return [pytest.param(f, marks=() if f in fast else slow) for f in sets]
+
+
+@pytest.mark.parametrize("flags", _marked(FLAG_SETS, FAST_FLAGS), ids=" ".join)
 def test_command_equals_trec_eval_on_random_cases(trec_eval, cases, tmp_path, flags):
     "The command's whole output == trec_eval's, on N random graded cases in one file."
     from irbook.cli import main
@@ -816,7 +826,9 @@ def zscore_file(path, raw: list, gone: bool, seed: int = 0):
     return path
 
 
-@pytest.mark.parametrize("flags", [["-q"], ["-q", "-c"], []], ids=" ".join)
+@pytest.mark.parametrize(
+    "flags", _marked([["-q"], ["-q", "-c"], []], [["-q"]]), ids=" ".join
+)
 def test_zscores_equal_trec_evals(trec_eval, cases, tmp_path, flags):
     "`-Z FILE`: the command's lines == trec_eval's, per query and 'all' (gm_map too)."
     from irbook.cli import main
