@@ -630,6 +630,10 @@ def eval_job(
         raise ValueError(
             f"--memory takes MB, from 0 (no limit) to {_MAX_MB:,}, got {j.memory:,}"
         )
+    if a.memory and (a.judged_only or a.max_ret):  # they read the run whole
+        flag = "-J/--judged-only" if a.judged_only else "-M"
+        raise ValueError(f"{flag} reads each run whole, so --memory {a.memory} cannot "
+                         "bound it: drop --memory (or give --memory 0)")  # fmt: skip
     if j.report == "judge":
         return j
     if j.report != "scores":  # reports on the unjudged documents, not scores

@@ -507,3 +507,15 @@ def test_measures_before_the_files_as_trec_eval(files, capsys):
     assert status == 2 and "unknown metric 'mapp'" in err
     status, _, err = cli(capsys, "eval", "-m", "map")  # no files at all: argparse's
     assert status == 2 and "required: qrels, runs" in err
+
+
+def test_memory_with_a_whole_run_option_is_refused(tmp_path, capsys):
+    "-J and -M read the run whole: a --memory bound beside them is refused."
+    q, r = tmp_path / "q", tmp_path / "r"
+    q.write_text("q1 0 d1 1\n")
+    r.write_text("q1 Q0 d1 1 1.0 t\n")
+    for flag in (["-J"], ["-M", "5"]):
+        assert main(["eval", str(q), str(r), *flag, "--memory", "64"]) == 2
+        assert "cannot bound it" in capsys.readouterr().err
+        assert main(["eval", str(q), str(r), *flag, "--memory", "0"]) == 0
+        capsys.readouterr()
