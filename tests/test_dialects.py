@@ -133,7 +133,7 @@ def test_err_by_hand():
     "name, says",
     [
         ("NERR8@10", "NERR8 is not available"),
-        ("Compat(p=0.8)", "Compat is not available"),
+        ("SDCG@10", "SDCG is not available"),
         ("alpha_nDCG@10", "alpha_nDCG is not available"),
         ("nDCG(dcg=exp-log2)@10", "cannot read the parameters 'dcg=exp-log2'"),
         ("RBP(p=0.8)@10", "no cut-off"),
@@ -261,16 +261,16 @@ def test_ir_measures_names_on_the_command_line(tmp_path, capsys):
 
 def test_refused_on_the_command_line(tmp_path, capsys):
     q, r = write(tmp_path, *sample(6))
-    status, _, err = cli(capsys, "eval", q, r, "-m", "Compat(p=0.8)")
+    status, _, err = cli(capsys, "eval", q, r, "-m", "SDCG@10")
     assert status == 2
     assert err.splitlines() == [
-        "irbook eval: error: metric 'Compat(p=0.8)': ir_measures' Compat is not "
-        "available in irbook (rank-biased compatibility with an ideal ranking is not "
-        "implemented)"
+        "irbook eval: error: metric 'SDCG@10': ir_measures' SDCG is not "
+        "available in irbook (scaled DCG is not implemented)"
     ]
     status, out, _ = cli(capsys, "measures")
     assert status == 0
-    assert "Compat" in out and "refused: rank-biased compatibility" in out
+    assert "SDCG" in out and "refused: scaled DCG" in out
+    assert "refused: rank-biased" not in out  # Compat is a measure (test_compat.py)
     # ir_measures' infAP is trec_eval's infAP once irbook.metrics.trec declares it
     irm = {r[2]: r for r in measure_names()}
     assert "refused" not in irm.get("infAP", ("", "", "", "refused"))[3] or (

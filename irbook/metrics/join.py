@@ -38,6 +38,15 @@ class Ranked:
     # but not judged (trec_eval's RELVALUE_UNJUDGED), unlike a doc outside the qrels
     # (its RELVALUE_NONPOOL). None: no such doc (all False)
     pooled: np.ndarray | None = None
+    # kept with `keep_scores=True` (measures that read the run's scores and the qrels'
+    # line order, as Compat does), else None:
+    # (n_q, depth) float64: the run's score of the doc at each rank (nan: padding)
+    scores: np.ndarray | None = None
+    # (n_q, depth) int64: the line of the doc at each rank among its query's qrels
+    # lines (0 = the query's first line); -1: not in the qrels, or padding
+    qrels_at: np.ndarray | None = None
+    # (n_q, m) float64: each query's qrels labels in the qrels' line order (nan: pad)
+    lines: np.ndarray | None = None
 
     def __post_init__(self):
         if self.pooled is None:
@@ -99,6 +108,9 @@ class Joined:
     doc_ids: Callable  # doc_ids(flat run positions or None) -> their doc ids
     run_query_ids: list = field(default_factory=list)  # the run's own query ids
     in_run: np.ndarray | None = None  # (n_q,) bool: the query is in the run
+    # flat int64, with `rows=True`: each run row's line among its query's qrels lines
+    # (0: the first), -1 if the qrels lack its doc; else None
+    retrieved_rows: np.ndarray | None = None
 
     def select(self, keep: np.ndarray) -> "Joined":
         "The record restricted to the queries where `keep` is True."
@@ -114,6 +126,7 @@ class Joined:
             qids, self.n_judged[keep], self.labels[jm], self.n_retrieved[keep],
             self.retrieved_labels[rm], self.scores[rm], sub_docs,
             self.run_query_ids, None if self.in_run is None else self.in_run[keep],
+            None if self.retrieved_rows is None else self.retrieved_rows[rm],
         )  # fmt: skip
 
 # %% ../../nbs/api/metrics_join.ipynb #0a75a5ad
@@ -153,8 +166,9 @@ def _norm_dict(x, what):
     return {q: _as_doc_dict(q, d, what) for q, d in x.items()}
 
 # %% ../../nbs/api/metrics_join.ipynb #8cadb00d
-def _from_dicts(qd, rd) -> Joined:
-    "Plain-dict qrels and run joined: every qrels query, empty where the run lacks it."
+def _from_dicts(qd, rd, rows: bool = False) -> Joined:
+    """Plain-dict qrels and run joined: every qrels query, empty where the run lacks it;
+    `rows`: each run row's qrels line kept too."""
     qids = sorted_ids(qd)
     empty = {}
     runs = [rd.get(q, empty) for q in qids]
@@ -195,7 +209,12 @@ def _from_dicts(qd, rd) -> Joined:
         return ids if sub is None else [ids[j] for j in sub]
 
     in_run = np.fromiter((q in rd for q in qids), bool, len(qids))
-    return Joined(qids, jl, lab, rl, rlab, sc, docs, list(rd), in_run)
+    at = None
+    if rows:  # each run doc's line among its query's qrels lines
+        line = ({d: i for i, d in enumerate(qd[q])} for q in qids)
+        at = (map(ln.get, r, repeat(-1)) for ln, r in zip(line, runs))
+        at = np.fromiter(chain.from_iterable(at), np.int64, int(rl.sum()))
+    return Joined(qids, jl, lab, rl, rlab, sc, docs, list(rd), in_run, at)
 
 # %% ../../nbs/api/metrics_join.ipynb #fa19cf4c
 def _lookup(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -245,7 +264,7 @@ def _judged_docs(qc: Columns, rc: Columns, rows: np.ndarray) -> tuple:
     return qcode.ravel(), code if ints else code[rc.dcode[rows]]
 
 # %% ../../nbs/api/metrics_join.ipynb #42429c7c
-def _from_columns(qc: Columns, rc: Columns) -> Joined:
+def _from_columns(qc: Columns, rc: Columns, rows: bool = False) -> Joined:
     "Qrels and run columns joined (as `_from_dicts` joins dicts)."
     qids = sorted_ids(list(qc.qids))
     nq = len(qids)
@@ -276,10 +295,15 @@ def _from_columns(qc: Columns, rc: Columns) -> Joined:
     present = np.zeros(nq, bool)
     present[rq[rq >= 0]] = True
     jl, rl = jl.astype(np.int64), rl.astype(np.int64)
-    return Joined(qids, jl, lab, rl, rlab, sc, docs, list(rc.qids), present)
+    at = None
+    if rows:  # the judgement's place in `lab`, less where its query's lines start
+        at = np.full(len(idx), -1, np.int64)
+        first = np.r_[0, np.cumsum(jl)[:-1]]
+        at[cand[hit]] = ks[pos[hit]] - first[rq[idx][cand[hit]]]
+    return Joined(qids, jl, lab, rl, rlab, sc, docs, list(rc.qids), present, at)
 
 # %% ../../nbs/api/metrics_join.ipynb #d1e2f3a5
-def _from_ranx(qrels, run) -> Joined:
+def _from_ranx(qrels, run, rows: bool = False) -> Joined:
     "Qrels and run, one at least a ranx object, joined by doc hash as ranx joins them."
     qids, qrows, rids, rrows = ranx_rows(qrels, run)
     pos = {q: i for i, q in enumerate(rids)}
@@ -307,7 +331,11 @@ def _from_ranx(qrels, run) -> Joined:
         return out if sub is None else [out[j] for j in sub]
 
     in_run = np.array([q in pos for q in qids], bool)
-    return Joined(qids, jl, qa[:, 1], rl, rlab, ra[:, 1], docs, rids, in_run)
+    at = None
+    if rows:  # the judgement's place among the qrels rows, less its query's first
+        first = np.repeat(np.r_[0, np.cumsum(jl)[:-1]], rl)
+        at = np.where(found, o[p] - first, -1) if len(kq_s) else np.full(len(kr), -1)
+    return Joined(qids, jl, qa[:, 1], rl, rlab, ra[:, 1], docs, rids, in_run, at)
 
 # %% ../../nbs/api/metrics_join.ipynb #5e1621e0
 def _dataset(name: str):
@@ -379,7 +407,7 @@ def _as_columns(x, kind: str):
     return _tuple_columns(x, kind)
 
 
-def _inputs(qrels, run, make_comparable: bool) -> tuple:
+def _inputs(qrels, run, make_comparable: bool, rows: bool = False) -> tuple:
     "`Joined` qrels and run, whatever their form, and how often ranx sorts the run."
     qc, rc = _as_columns(qrels, "qrels"), _as_columns(run, "run")
     if (qc is None) != (rc is None):  # one side columnar: bring the other to it
@@ -390,7 +418,7 @@ def _inputs(qrels, run, make_comparable: bool) -> tuple:
     if qc is not None:
         if not len(qc):
             raise ValueError("qrels is empty: there is nothing to evaluate against")
-        return _from_columns(qc, rc), 1 + int(make_comparable)
+        return _from_columns(qc, rc, rows), 1 + int(make_comparable)
     q_obj, r_obj = is_qrels(qrels), is_run(run)
     qrels = qrels if q_obj else _norm_dict(qrels, "qrels")
     run = run if r_obj else _norm_dict(run, "run")
@@ -400,8 +428,8 @@ def _inputs(qrels, run, make_comparable: bool) -> tuple:
     # again
     passes = int(make_comparable and run.sorted) if r_obj else 1 + int(make_comparable)
     if q_obj or r_obj:
-        return _from_ranx(qrels, run), passes
-    return _from_dicts(qrels, run), passes
+        return _from_ranx(qrels, run, rows), passes
+    return _from_dicts(qrels, run, rows), passes
 
 # %% ../../nbs/api/metrics_join.ipynb #d1e2f3a6
 def apply_query_rule(
@@ -434,10 +462,11 @@ def to_ranked(
     keep_ids: bool = False,  # keep the doc id at each rank (`Ranked.doc_ids`)
     convention: str | Convention = "ranx",  # a convention's name, or a `Convention`
     widths: tuple | None = None,  # (depth, judgements): pad the arrays to these widths
+    keep_scores: bool = False,  # keep the scores and qrels lines (`Ranked.scores`, ...)
 ) -> Ranked:
     "Validated `qrels` and `run` as a `Ranked`, ranked as `convention` says."
     c = get_convention(convention)
-    j, passes = _inputs(qrels, run, make_comparable)
+    j, passes = _inputs(qrels, run, make_comparable, keep_scores)
     j = apply_query_rule(j, c, make_comparable)
     rl = j.n_retrieved
     # three kinds of retrieved doc, as trec_eval tells them apart: judged (label >= 0),
@@ -463,6 +492,15 @@ def to_ranked(
         flat = np.empty(int(rl.sum()), dtype=object)
         flat[:] = j.doc_ids()
         ids = np.take_along_axis(pad_rows(rl, flat, None, object), order, 1)
+    extra = {}
+    if keep_scores:  # in rank order, as the labels
+        at = pad_rows(rl, j.retrieved_rows, -1, np.int64)
+        sc = pad_rows(rl, j.scores, np.nan, np.float64)
+        extra = dict(
+            scores=np.take_along_axis(sc, order, 1),
+            qrels_at=np.take_along_axis(at, order, 1),
+            lines=pad_rows(j.n_judged, j.labels, np.nan, np.float64),
+        )  # fmt: skip
     if widths is not None:  # at least (depth, judgements) columns, see below
         depth, width = (max(0, w - a.shape[1]) for w, a in zip(widths, (rel, ideal)))
         rel, judged, retrieved, pooled, ideal = (
@@ -480,4 +518,10 @@ def to_ranked(
             if ids is None
             else np.pad(ids, ((0, 0), (0, depth)), constant_values=None)
         )
-    return Ranked(j.query_ids, rel, judged, retrieved, ideal, n_judged, ids, c, pooled)
+        pads = dict(scores=(depth, np.nan), qrels_at=(depth, -1), lines=(width, np.nan))
+        for key, a in extra.items():
+            n, fill = pads[key]
+            extra[key] = np.pad(a, ((0, 0), (0, n)), constant_values=fill)
+    return Ranked(
+        j.query_ids, rel, judged, retrieved, ideal, n_judged, ids, c, pooled, **extra
+    )

@@ -19,8 +19,9 @@ __all__ = ['PARAMS', 'OPTIONS', 'MEASURES', 'METRICS', 'TREC_ONLY', 'AGGREGATES'
            'ERR_MAX_GRADE', 'ENGINES', 'WALKTHROUGH', 'Param', 'Measure', 'register', 'measure_pattern', 'check_p',
            'ratio', 'Metric', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'missing_trec', 'parse_ok',
            'expand_metrics', 'from_ir_measures', 'measure_names', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret',
-           'judged', 'drop_unjudged', 'LabelError', 'err', 'modified_mrr', 'modified_recall', 'aggregate',
-           'with_options', 'score_ranked', 'evaluate', 'ranx_examples', 'agrees_printed', 'printed_beside']
+           'judged', 'drop_unjudged', 'LabelError', 'err', 'compat', 'compat_unnormalized', 'modified_mrr',
+           'modified_recall', 'aggregate', 'with_options', 'score_ranked', 'ranked_inputs', 'evaluate', 'ranx_examples',
+           'agrees_printed', 'printed_beside']
 
 # %% ../../nbs/api/metrics_registry.ipynb #08ad263a
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ class Measure:
     # string per query (relstring, no summary); spans, ...: scored elsewhere (`home`)
     kind: str = "ranked"
     home: str = ""  # for the other kinds: the function that scores them
+    # what its kernel reads beyond labels and ranks: 'scores' (the run's scores, the
+    # qrels' line order: `to_ranked(keep_scores=True)`), 'ids' (the doc ids)
+    inputs: tuple = ()
     fn: object = None  # the function, filed by `register`
 
     def __post_init__(self):
@@ -153,6 +157,8 @@ class Measure:
 _SPAN = dict(kind="spans", home="irbook.spans.span_evaluate (irbook eval --chunks)")
 _GRADED = ("k", "gains")
 _RECALL = Param("x", float, None, "recall", 0, 1, meaning="recall level")
+_COMPAT_P = Param("p", float, 0.95, "p", 0, 1, strict=True, meaning="persistence")
+_COMPAT_IN = ("scores", "ids")  # its ideal and its ties read the run's scores and ids
 # the measures of labels as gains take a gain map
 # every measure irbook knows, once; each chapter's kernel is filed under its name by
 # `register`. Chapter 2 (`irbook.metrics.sets`), 3 (`rank`), 4 (`graded`), this page
@@ -213,6 +219,13 @@ MEASURES: dict = {m.name: m for m in [
             ranx=False),
     Measure("modified_recall", "Share of a question's answer components found in the "
             "top k (fastbook; labels: component bitmasks).", ranx=False),
+    Measure("compat", "Compatibility (Clarke et al. 2021): rank-biased overlap with "
+            "an ideal ranking, persistence p, over the ideal's own.",
+            params=(_COMPAT_P,),
+            irm=("Compat", "Compat(normalize=True)"), ranx=False, inputs=_COMPAT_IN),
+    Measure("compat_unnormalized", "Compatibility without the normalisation: "
+            "rank-biased overlap with the ideal ranking.", params=(_COMPAT_P,),
+            irm=("Compat(normalize=False)",), ranx=False, inputs=_COMPAT_IN),
 ]}  # fmt: skip
 METRICS: dict = {}  # ranx's metrics: name -> fn(r, k=0, rel_lvl=1)
 TREC_ONLY: dict = {}  # measures ranx lacks: trec_eval's counts, gm_map, iprec
@@ -776,7 +789,6 @@ def expand_metrics(
 
 # %% ../../nbs/api/metrics_registry.ipynb #a10d1a02
 _IRM_REFUSED = {  # ir_measures' measures irbook lacks, and why (`irbook measures`)
-    "Compat": "rank-biased compatibility with an ideal ranking is not implemented",
     "alpha_nDCG": "diversity measures need subtopic judgments",
     "NERR8": "NERR is not implemented", "NERR9": "NERR is not implemented",
     "NERR10": "NERR is not implemented", "NERR11": "NERR is not implemented",
@@ -892,9 +904,15 @@ def drop_unjudged(
     if ids is not None:
         ids = np.where(real, np.take_along_axis(ids, order, 1), None)
     pooled = np.zeros_like(real)  # a pooled doc is unjudged: dropped too
+    kept = {}
+    for key, fill in (("scores", np.nan), ("qrels_at", -1)):
+        if getattr(r, key) is not None:
+            a = np.take_along_axis(getattr(r, key), order, 1)
+            kept[key] = np.where(real, a, fill)
     return replace(
-        r, rel=rel, judged=real, retrieved=real.copy(), doc_ids=ids, pooled=pooled
-    )
+        r, rel=rel, judged=real, retrieved=real.copy(), doc_ids=ids, pooled=pooled,
+        **kept,
+    )  # fmt: skip
 
 # %% ../../nbs/api/metrics_registry.ipynb #588fc331
 ERR_MAX_GRADE = 4  # gdeval's MAX_JUDGMENT: a grade-4 document stops 15 users in 16
@@ -923,6 +941,69 @@ def err(
     stop /= 2.0**ERR_MAX_GRADE  # the chance a user stops at each rank, if reached
     reach = np.cumprod(np.c_[np.ones(len(g)), 1 - stop[:, :-1]], axis=1)
     return (stop * reach / ranks).sum(1)
+
+# %% ../../nbs/api/metrics_registry.ipynb #f47b44ce
+def _compat(
+    r: Ranked,  # joined and ranked with keep_scores=True and keep_ids=True
+    p: float,  # persistence
+    rel_lvl: int,  # the lowest label in the ideal ranking
+    normalize: bool,  # divided by the ideal's overlap with itself
+) -> np.ndarray:
+    "Compatibility of each query's ranking with its ideal ranking (see `compat`)."
+    if r.scores is None or r.doc_ids is None:
+        raise ValueError("compat reads the run's scores and doc ids: to_ranked(..., "
+                         "keep_scores=True, keep_ids=True)")  # fmt: skip
+    nq, depth = r.rel.shape
+    if r.lines.shape[1] == 0 or nq == 0:
+        return np.zeros(nq)
+    # the run in Compat's order: score descending, ties by doc id ascending
+    ids = np.where(r.retrieved, r.doc_ids, "").astype(str)
+    code = np.unique(ids, return_inverse=True)[1].reshape(ids.shape)
+    key = np.where(r.retrieved, -r.scores, np.inf)
+    at = np.take_along_axis(r.qrels_at, np.lexsort((code, key), axis=1), 1)
+    # the ideal: relevant qrels lines by label, then run score (0 if not retrieved)
+    relevant = r.lines >= rel_lvl  # the padding (nan) is not
+    s = np.zeros(r.lines.shape)
+    q, j = np.nonzero(r.qrels_at >= 0)
+    s[q, r.qrels_at[q, j]] = r.scores[q, j]
+    ideal = np.lexsort((-s, np.where(relevant, -r.lines, np.inf)), axis=1)  # stable
+    place = np.empty_like(ideal)
+    np.put_along_axis(place, ideal, np.broadcast_to(np.arange(ideal.shape[1]),
+                                                    ideal.shape), 1)  # fmt: skip
+    # a relevant retrieved doc is in both prefixes from depth max(rank, ideal place)
+    line = np.maximum(at, 0)
+    hit = (at >= 0) & np.take_along_axis(relevant, line, 1)
+    start = np.maximum(np.arange(depth), np.take_along_axis(place, line, 1))
+    start = np.where(hit, start, 0)
+    n_rel = relevant.sum(1)
+    D = np.maximum(r.n_retrieved, n_rel)  # the depth RBO is summed to
+    w = p ** np.arange(D.max())
+    H = np.r_[0.0, np.cumsum(w / np.arange(1, len(w) + 1))]  # H[i]: sum t<i p^t/(t+1)
+    got = np.where(hit, H[D][:, None] - H[start], 0.0).sum(1)
+    if normalize:  # the ideal against itself: its relevant docs from their places on
+        best = n_rel * H[D] - np.r_[0.0, np.cumsum(H)][n_rel]
+        return ratio(got, np.where(best > 0, best, np.r_[0.0, np.cumsum(w)][D]))
+    return ratio(got, np.r_[0.0, np.cumsum(w)][D])
+
+
+@register("compat")
+def compat(
+    r: Ranked,  # joined and ranked with keep_scores=True and keep_ids=True
+    k: float = 0.95,  # persistence p
+    rel_lvl: int = 1,  # the lowest label in the ideal ranking
+) -> np.ndarray:
+    "Compatibility (Clarke et al. 2021) per query, as ir_measures' Compat(p=k)."
+    return _compat(r, k, rel_lvl, True)
+
+
+@register("compat_unnormalized")
+def compat_unnormalized(
+    r: Ranked,  # joined and ranked with keep_scores=True and keep_ids=True
+    k: float = 0.95,  # persistence p
+    rel_lvl: int = 1,  # the lowest label in the ideal ranking
+) -> np.ndarray:
+    "Compatibility without its normalisation, as ir_measures' Compat(normalize=False)."
+    return _compat(r, k, rel_lvl, False)
 
 # %% ../../nbs/api/metrics_registry.ipynb #fd770f84
 def _bits(x: np.ndarray) -> np.ndarray:
@@ -1032,6 +1113,16 @@ def score_ranked(
     return out
 
 
+def ranked_inputs(
+    names: list,  # metric names, already expanded
+) -> dict:
+    """What `to_ranked` must keep for these measures' kernels (`Measure.inputs`): a dict
+    of its keywords, {} for most."""
+    need = {i for m in names for i in MEASURES[parse_metric(m)[0]].inputs}
+    keys = {"scores": "keep_scores", "ids": "keep_ids"}
+    return {keys[i]: True for i in sorted(need)}
+
+
 # the engines beside this one, filed by the package (`irbook.metrics`) on import
 ENGINES: dict = {}
 
@@ -1071,14 +1162,14 @@ def evaluate(
     ('stream', `irbook.metrics.stream.evaluate_file`) or by dask workers ('dask',
     `irbook.metrics.distributed.evaluate_distributed`); every engine gives the same
     numbers."""
+    if isinstance(qrels, Path) or isinstance(qrels, str) and Path(qrels).is_file():
+        qrels = read_columns(qrels, "qrels")  # a file, read whole (another str: an id)
     if engine != "memory":
         return _other_engine(engine, qrels, run, metrics, per_query, make_comparable,
                              convention, judged_only, widths, settings)  # fmt: skip
     if settings:
         raise TypeError(f"evaluate: {sorted(settings)} are not settings of any engine "
                         "used in memory")  # fmt: skip
-    if isinstance(qrels, Path) or isinstance(qrels, str) and Path(qrels).is_file():
-        qrels = read_columns(qrels, "qrels")  # a file, read whole (another str: an id)
     if isinstance(run, Path) or isinstance(run, str) and Path(run).is_file():
         run = read_columns(run, "run")
     # judged_only: score the condensed lists (unjudged docs removed), trec_eval -J;
@@ -1090,7 +1181,7 @@ def evaluate(
         name = parse_metric(m)[0]  # every name checked before the work
         if not per_query and MEASURES[name].kind == "strings":
             raise ValueError(_NO_SUMMARY.format(metric=m))
-    kw = dict(convention=convention, widths=widths)
+    kw = dict(convention=convention, widths=widths, **ranked_inputs(names))
     r = to_ranked(qrels, run, make_comparable, **kw)
     if judged_only:
         r = drop_unjudged(r)

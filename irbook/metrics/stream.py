@@ -33,6 +33,7 @@ from irbook.metrics.registry import (
     aggregate,
     expand_metrics,
     parse_metric,
+    ranked_inputs,
     score_ranked,
 )
 
@@ -317,9 +318,10 @@ class _Scorer:
 
     def _score(self, qs: Columns, rc: Columns, depth: int, width: int) -> tuple:
         "(query ids, {metric: values}, results) of a batch, at the run's widths."
-        kw = dict(convention=self.c, widths=(depth, width))
+        names = list(dict.fromkeys(self.once.values()))
+        kw = dict(convention=self.c, widths=(depth, width), **ranked_inputs(names))
         r = to_ranked(qs, rc, self.mc, **kw)
-        v = score_ranked(r, list(dict.fromkeys(self.once.values())))
+        v = score_ranked(r, names)
         return r.query_ids, {m: v[f] for m, f in self.once.items()}, r.n_retrieved
 
     def __call__(self, key, rc: Columns):
