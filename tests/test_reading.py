@@ -396,3 +396,29 @@ def test_each_block_of_a_large_file_is_read_by_pyarrow(tmp_path, monkeypatch):
     monkeypatch.setattr(mio, "_line_columns", lambda *a, **k: calls.append(a) or None)
     got = evaluate_file(qrels, tmp_path / "run", "mrr", memory=12 * 50_000)
     assert not calls and got == pytest.approx(1 / 6, abs=0.01)
+
+
+def test_plain_integer_doc_ids_are_their_own_codes(tmp_path):
+    """The fast reader takes a doc id for an integer (docs None) only if every id is
+    1-18 ASCII digits without a leading zero, as the line reader's plain_int; any other
+    id keeps them all as strings, in chunked and sliced pyarrow arrays too."""
+    import pyarrow as pa
+
+    from irbook.metrics.columns import _encode_docs, list_columns, plain_int
+
+    plain = ["0", "7", "10", "8841822", "1" * 18]
+    others = ["007", "00", "+7", "-7", " 7", "7 ", "1" * 19, "٣", "7a", "1e3", "0x1"]
+    for odd in [None, *others]:
+        ids = plain + ([] if odd is None else [odd])
+        c = list_columns(["q"] * len(ids), ids, np.zeros(len(ids)), "run")
+        assert (c.docs is None) == (odd is None) == all(plain_int(x) >= 0 for x in ids)
+        for arr in (
+            pa.array(ids),
+            pa.chunked_array([pa.array(ids[:2]), pa.array([]).cast(pa.string()),
+                              pa.array(ids[2:])]),
+            pa.array(["x", *ids]).slice(1),  # offsets that do not start at 0
+        ):  # fmt: skip
+            code, docs = _encode_docs(arr)
+            assert (docs is None) == (odd is None), (odd, arr)
+            got = code.astype(str) if docs is None else np.asarray(docs)[code]
+            assert list(got) == ids

@@ -65,9 +65,6 @@ def to_dict(self: Columns) -> dict:
     return out
 
 # %% ../../nbs/api/metrics_columns.ipynb #463b83c0
-_POW10 = 10 ** np.arange(19, dtype=np.int64)  # exact digit counts of int64 ids
-
-
 def _same_array(a, b) -> bool:
     "True if pyarrow arrays `a` and `b` share their memory or hold equal values."
     addr = [[x and (x.address, x.size) for x in y.buffers()] for y in (a, b)]
@@ -138,21 +135,37 @@ def _dictionary_codes(a) -> tuple:
     return codes.astype(np.int64), chunks[-1].dictionary
 
 
+def _plain_ints(d) -> bool:
+    """True if every id of the pyarrow str array `d` (chunked or not) is a plain
+    integer: 1 to 18 ASCII digits, no leading zero ("007", "+7", " 7" are not)."""
+    import pyarrow as pa  # imported on use: only the columnar path needs pyarrow
+
+    # the ids' bytes end to end, checked by numpy in a pass or two: no conversion
+    for c in d.chunks if hasattr(d, "chunks") else [d]:
+        if not len(c):
+            continue
+        if c.null_count or not pa.types.is_string(c.type):  # large_string: 64-bit
+            return False
+        _, offsets, data = c.buffers()
+        at = np.frombuffer(offsets, np.int32)[c.offset : c.offset + len(c) + 1]
+        w = np.diff(at)
+        if w.min() < 1 or w.max() > 18:  # an empty id, or one past int64's digits
+            return False
+        text = np.frombuffer(data, np.uint8)
+        if (text[at[0] : at[-1]] - 48 > 9).any():  # a byte that is not 0-9 (wraps)
+            return False
+        if ((text[at[:-1]] == 48) & (w > 1)).any():  # a leading zero
+            return False
+    return True
+
+
 def _encode_docs(d) -> tuple:
     "(dcode, docs) of a pyarrow str array: the integers themselves if all are plain."
     import pyarrow as pa  # imported on use: only the columnar path needs pyarrow
     import pyarrow.compute as pc
 
-    try:
-        n = arrow_numpy(pc.cast(d, pa.int64()))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        n = None
-    if n is not None:  # "007", "+7", "-7" or " 7" have more characters than digits
-        w = arrow_numpy(pc.binary_length(d))
-        if (w < 19).all() and (
-            (n < _POW10[w]) & ((w == 1) | (n >= _POW10[w - 1]))
-        ).all():
-            return n.astype(np.int64), None
+    if _plain_ints(d):  # every id a plain integer: its value is its code
+        return arrow_numpy(pc.cast(d, pa.int64())).astype(np.int64, copy=False), None
     return _dictionary_codes(d)  # any other ids: codes into the unique ids
 
 # %% ../../nbs/api/metrics_columns.ipynb #75a3c170
