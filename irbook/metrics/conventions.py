@@ -22,8 +22,11 @@ def pad_rows(
     dtype: object,  # the array's dtype
 ) -> np.ndarray:
     """Rows of lengths `lengths` taken from `flat`, padded with `fill` to a rectangle:
-    an array (rows, longest row)."""
+    an array (rows, longest row). When every row is full it is `flat` reshaped, which
+    shares `flat`'s memory if `flat` has that dtype already."""
     width = int(lengths.max()) if len(lengths) else 0
+    if len(lengths) and int(lengths.min()) == width:  # no padding: a reshape
+        return np.asarray(flat, dtype=dtype).reshape(len(lengths), width)
     out = np.full((len(lengths), width), fill, dtype=dtype)
     out[np.arange(width) < lengths[:, None]] = flat
     return out
@@ -51,11 +54,16 @@ def identity_order(
     return np.broadcast_to(np.arange(shape[1], dtype=np.int32), shape).copy()
 
 
-def _by_score(key: np.ndarray) -> np.ndarray:
-    "Per row, the stable order of `key` ascending; no sort if rows are already so."
-    if (key[:, 1:] >= key[:, :-1]).all():  # a run written in rank order
-        return identity_order(key.shape)
+def _by_score(key: np.ndarray) -> np.ndarray | None:
+    "Per row, the stable order of `key` ascending; None if rows are already so."
+    if (key[:, 1:] >= key[:, :-1]).all():  # a run written in rank order: no sort
+        return None
     return np.argsort(key, axis=1, kind="stable")
+
+
+def _taken(a: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    "`a`'s rows in `order` (None: as they are, no copy)."
+    return a if order is None else np.take_along_axis(a, order, 1)
 
 
 def ranx_tie_order(
@@ -67,11 +75,20 @@ def ranx_tie_order(
 ) -> np.ndarray:
     """Per row, ranx's order: by score, then its quicksort on ties that matter. Returns
     an array of positions, (queries, depth)."""
+    order = _ranx_order(labs, sc, rl, passes, keep_ids)
+    return identity_order(labs.shape) if order is None else order
+
+
+def _ranx_order(labs, sc, rl, passes, keep_ids) -> np.ndarray | None:
+    "`ranx_tie_order`, or None where every row is in that order already."
     key = pad_rows(rl, -sc, np.inf, np.float64)
     order = _by_score(key)
-    ks, ls = np.take_along_axis(key, order, 1), np.take_along_axis(labs, order, 1)
+    ks, ls = _taken(key, order), _taken(labs, order)
     tie = (ks[:, 1:] == ks[:, :-1]) & np.isfinite(ks[:, 1:])
     need = tie.any(1) if keep_ids else (tie & (ls[:, 1:] != ls[:, :-1])).any(1)
+    if not need.any():
+        return order
+    order = identity_order(key.shape) if order is None else order
     starts = np.concatenate([[0], np.cumsum(rl)])
     for i in np.flatnonzero(need):
         s, o = sc[starts[i] : starts[i + 1]], np.arange(rl[i])
@@ -91,23 +108,28 @@ def trec_eval_order(
 ) -> np.ndarray:
     """Per row, trec_eval's order: score (as `dtype`) descending, then doc id
     descending. Returns an array of positions, (queries, width)."""
+    order = _trec_eval_order(lengths, scores, docs, width, labels, dtype)
+    return identity_order((len(lengths), width)) if order is None else order
+
+
+def _trec_eval_order(lengths, scores, docs, width, labels, dtype) -> np.ndarray | None:
+    "`trec_eval_order`, or None where every row is in that order already."
     lengths = np.asarray(lengths)
-    real = np.arange(width) < lengths[:, None]
-    key = np.full(
-        (len(lengths), width), np.inf, dtype
-    )  # float32: trec_eval 9's `float sim`
-    key[real] = -np.asarray(scores, np.float64).astype(dtype)
+    neg = -np.asarray(scores, np.float64).astype(dtype)  # float32: trec_eval 9's sim
+    key = pad_rows(lengths, neg, np.inf, dtype)
+    if key.shape[1] < width:
+        key = np.pad(key, ((0, 0), (0, width - key.shape[1])), constant_values=np.inf)
     order = _by_score(key)
-    ks = np.take_along_axis(key, order, 1)
+    ks = _taken(key, order)
     same = np.zeros(key.shape, bool)  # ties with the rank before
     same[:, 1:] = (ks[:, 1:] == ks[:, :-1]) & np.isfinite(ks[:, 1:])
-    if labels is not None:  # only ties that mix labels change a metric
+    if labels is not None and same.any():  # only ties that mix labels change a metric
         labels = np.asarray(labels)
         if labels.ndim == 1:
             labels = pad_rows(lengths, labels, -2.0, np.float64)
-        ls = np.take_along_axis(labels, order, 1)
-        same = _mixed(same, ls)
+        same = _mixed(same, _taken(labels, order))
     if same.any():  # order each group of tied scores by doc id, descending
+        order = identity_order(key.shape) if order is None else order
         tied = same | np.c_[same[:, 1:], np.zeros(len(key), bool)]
         group = np.cumsum(~same[tied]) - 1
         rows = np.nonzero(tied)[0]
@@ -133,13 +155,14 @@ class Convention:
     iprec_cut: str = "round"  # recall level -> rank: "round" (trec_eval 10), "up" (9)
 
     def order(self, labs, sc, rl, docs, passes: int, keep_ids: bool) -> np.ndarray:
-        "Per row, the rank order of the retrieved docs (`labs` padded, the rest flat)."
+        """Per row, the rank order of the retrieved docs (`labs` padded, the rest flat);
+        None if every row is in that order already."""
         if self.score_dtype is None:
             if passes == 0:  # a sorted ranx Run: its stored order is the one ranx uses
-                return identity_order(labs.shape)
-            return ranx_tie_order(labs, sc, rl, passes, keep_ids)
+                return None
+            return _ranx_order(labs, sc, rl, passes, keep_ids)
         only = None if keep_ids else labs  # ties of equal labels change no metric
-        return trec_eval_order(rl, sc, docs, labs.shape[1], only, self.score_dtype)
+        return _trec_eval_order(rl, sc, docs, labs.shape[1], only, self.score_dtype)
 
 # %% ../../nbs/api/metrics_conventions.ipynb #c0a1b2c5
 RANX = Convention("ranx")

@@ -226,18 +226,19 @@ def _lookup(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
     return np.where(hit, order[pos] if len(srt) else 0, -1)
 
 
-def _stable_by(codes: np.ndarray) -> np.ndarray:
-    "The stable order of `codes`, in O(n) when equal codes are already contiguous."
+def _stable_by(codes: np.ndarray) -> np.ndarray | None:
+    """The stable order of `codes`, in O(n) when equal codes are already contiguous;
+    None when `codes` are in order already."""
     n = len(codes)
     if n == 0:
-        return np.arange(0)
+        return None
     starts = np.r_[0, np.flatnonzero(codes[1:] != codes[:-1]) + 1]
     first = codes[starts]
     if len(np.unique(first)) != len(first):  # a code in two places: sort
         return np.argsort(codes, kind="stable")
     g = np.argsort(first, kind="stable")
     if (g == np.arange(len(g))).all():
-        return np.arange(n)
+        return None
     lens = np.diff(np.r_[starts, n])[g]
     return np.repeat(starts[g] - np.r_[0, np.cumsum(lens)[:-1]], lens) + np.arange(n)
 
@@ -245,23 +246,38 @@ def _stable_by(codes: np.ndarray) -> np.ndarray:
 _FEW = 2**16  # up to this many run docs are looked up by numpy (no pyarrow to import)
 
 
-def _judged_docs(qc: Columns, rc: Columns, rows: np.ndarray) -> tuple:
-    "Codes of the qrels' docs per qrels row and per run row of `rows` (-1: unjudged)."
+_SIEVE = 2**20 - 1  # integer ids are first sieved by their low 20 bits
+
+
+def _judged_docs(qc: Columns, rc: Columns, rows: np.ndarray | None) -> tuple:
+    """(code of the doc of each qrels row, the places among the run's `rows` (None:
+    every row) whose doc the qrels hold, the code of each of those docs)."""
     uq, qcode = np.unique(np.asarray(qc.doc_ids(), dtype=str), return_inverse=True)
-    ints = rc.docs is None  # integer run ids meet the qrels ids that are integers
-    keys = rc.dcode[rows] if ints else rc.docs  # string ids: each unique run id once
-    table = np.array([plain_int(x) for x in uq], np.int64) if ints else uq
+    if rc.docs is None:  # integer run ids meet the qrels ids that are integers
+        keys = rc.dcode if rows is None else rc.dcode[rows]
+        table = np.array([plain_int(x) for x in uq], np.int64)
+        cand = None
+        if len(keys) > _FEW:  # most run docs are unjudged: a sieve finds the few
+            sieve = np.zeros(_SIEVE + 1, bool)
+            sieve[table & _SIEVE] = True
+            cand = np.flatnonzero(sieve[keys & _SIEVE])
+            keys = keys[cand]
+        code = _lookup(keys, table)  # then a binary search among the judged ids
+        found = np.flatnonzero(code >= 0)
+        place = found if cand is None else cand[found]
+        return qcode.ravel(), place, code[found].astype(np.int64)
+    keys = rc.docs  # string ids: each unique run id once
     if isinstance(keys, np.ndarray) and len(keys) <= _FEW:
-        code = _lookup(keys, table)
+        code = _lookup(keys, uq)
     else:  # many ids: pyarrow's hash table
         import pyarrow as pa  # imported on use: only the columnar path needs it
         import pyarrow.compute as pc
 
         k = keys if isinstance(keys, pa.Array) else numpy_arrow(keys)
-        k = k if ints else k.cast(pa.string())
-        code = arrow_numpy(pc.index_in(k, numpy_arrow(table)), null=-1)
-    code = code.astype(np.int64)
-    return qcode.ravel(), code if ints else code[rc.dcode[rows]]
+        code = arrow_numpy(pc.index_in(k.cast(pa.string()), numpy_arrow(uq)), null=-1)
+    code = code.astype(np.int64)[rc.dcode if rows is None else rc.dcode[rows]]
+    place = np.flatnonzero(code >= 0)
+    return qcode.ravel(), place, code[place]
 
 # %% ../../nbs/api/metrics_join.ipynb #42429c7c
 def _from_columns(qc: Columns, rc: Columns, rows: bool = False) -> Joined:
@@ -274,33 +290,37 @@ def _from_columns(qc: Columns, rc: Columns, rows: bool = False) -> Joined:
     oq = np.argsort(qr, kind="stable")
     jl, lab = np.bincount(qr, minlength=nq), qc.values[oq]
     rq = _lookup(rc.qids, np.asarray(qids, dtype=str))[rc.qcode]
-    idx = _stable_by(rq)
-    idx = idx[rq[idx] >= 0]  # run queries without judgements go
-    rl, sc = np.bincount(rq[idx], minlength=nq), rc.values[idx]
+    idx = _stable_by(rq)  # None: the run's rows are in the qrels' query order
+    if idx is None and len(rq) and rq[0] < 0:  # run queries without judgements go
+        idx = np.flatnonzero(rq >= 0)  # (coded -1, they come first in order)
+    elif idx is not None:
+        idx = idx[rq[idx] >= 0]
+    rqi = rq if idx is None else rq[idx]
+    rl = np.bincount(rqi, minlength=nq)
+    sc = rc.values if idx is None else rc.values[idx]
     # each retrieved doc's label: look (query, doc) up among the judgements
-    qd, jd = _judged_docs(qc, rc, idx)
+    qd, cand, jd = _judged_docs(qc, rc, idx)  # cand: rows whose doc is judged at all
     nd = int(qd.max()) + 1
     qkey = qr[oq] * nd + qd[oq]
     ks = np.argsort(qkey, kind="stable")
-    rkey = rq[idx] * nd + jd
-    rlab = np.full(len(idx), ABSENT)
-    cand = np.flatnonzero(jd >= 0)  # rows whose doc is judged for some query
-    pos = np.searchsorted(qkey[ks], rkey[cand]).clip(max=len(ks) - 1)
-    hit = qkey[ks][pos] == rkey[cand]
+    rkey = rqi[cand] * nd + jd
+    rlab = np.full(len(rqi), ABSENT)
+    pos = np.searchsorted(qkey[ks], rkey).clip(max=len(ks) - 1)
+    hit = qkey[ks][pos] == rkey
     rlab[cand[hit]] = lab[ks][pos[hit]]
 
     def docs(sub=None):
+        if idx is None:
+            return rc.doc_ids(sub)
         return rc.doc_ids(idx if sub is None else idx[sub])
 
-    present = np.zeros(nq, bool)
-    present[rq[rq >= 0]] = True
     jl, rl = jl.astype(np.int64), rl.astype(np.int64)
     at = None
     if rows:  # the judgement's place in `lab`, less where its query's lines start
-        at = np.full(len(idx), -1, np.int64)
+        at = np.full(len(rqi), -1, np.int64)
         first = np.r_[0, np.cumsum(jl)[:-1]]
-        at[cand[hit]] = ks[pos[hit]] - first[rq[idx][cand[hit]]]
-    return Joined(qids, jl, lab, rl, rlab, sc, docs, list(rc.qids), present, at)
+        at[cand[hit]] = ks[pos[hit]] - first[rqi[cand[hit]]]
+    return Joined(qids, jl, lab, rl, rlab, sc, docs, list(rc.qids), rl > 0, at)
 
 # %% ../../nbs/api/metrics_join.ipynb #d1e2f3a5
 def _from_ranx(qrels, run, rows: bool = False) -> Joined:
@@ -455,6 +475,11 @@ def apply_query_rule(
 _POOLED, _PAD, _OUTSIDE = -1.0, -2.0, -3.0  # the rank-order labels of the other docs
 
 
+def _in_order(a: np.ndarray, order: np.ndarray | None) -> np.ndarray:
+    "`a`'s rows in rank `order` (None: in order already, `a` itself)."
+    return a if order is None else np.take_along_axis(a, order, 1)
+
+
 def to_ranked(
     qrels: object,  # {q: {doc: label}}, ranx Qrels, a table, Columns, a dataset
     run: object,  # {q: {doc: score}}, ranx Run, a table or Columns
@@ -471,13 +496,13 @@ def to_ranked(
     rl = j.n_retrieved
     # three kinds of retrieved doc, as trec_eval tells them apart: judged (label >= 0),
     # pooled but unjudged (a qrels label < 0), outside the qrels; then the padding
-    rlab = j.retrieved_labels.copy()
-    neg = rlab < 0
-    rlab[neg] = np.where(rlab[neg] == ABSENT, _OUTSIDE, _POOLED)
+    rlab = j.retrieved_labels
+    rlab = np.where(rlab >= 0, rlab, np.where(rlab == ABSENT, _OUTSIDE, _POOLED))
     labs = pad_rows(rl, rlab, _PAD, np.float64)
-    del rlab, neg
+    del rlab
+    # None: every ranking is in the convention's order already (no copy to make)
     order = c.order(labs, j.scores, rl, j.doc_ids, passes, keep_ids)
-    rel = np.take_along_axis(labs, order, 1)
+    rel = labs if order is None else np.take_along_axis(labs, order, 1)
     del labs  # the big arrays are made one at a time: memory stays near the run's
     judged = rel >= 0
     pooled = rel == _POOLED
@@ -491,14 +516,14 @@ def to_ranked(
     if keep_ids:
         flat = np.empty(int(rl.sum()), dtype=object)
         flat[:] = j.doc_ids()
-        ids = np.take_along_axis(pad_rows(rl, flat, None, object), order, 1)
+        ids = _in_order(pad_rows(rl, flat, None, object), order)
     extra = {}
     if keep_scores:  # in rank order, as the labels
         at = pad_rows(rl, j.retrieved_rows, -1, np.int64)
         sc = pad_rows(rl, j.scores, np.nan, np.float64)
         extra = dict(
-            scores=np.take_along_axis(sc, order, 1),
-            qrels_at=np.take_along_axis(at, order, 1),
+            scores=_in_order(sc, order),
+            qrels_at=_in_order(at, order),
             lines=pad_rows(j.n_judged, j.labels, np.nan, np.float64),
         )  # fmt: skip
     if widths is not None:  # at least (depth, judgements) columns, see below
