@@ -404,7 +404,7 @@ def test_plain_integer_doc_ids_are_their_own_codes(tmp_path):
     id keeps them all as strings, in chunked and sliced pyarrow arrays too."""
     import pyarrow as pa
 
-    from irbook.metrics.columns import _encode_docs, list_columns, plain_int
+    from irbook.metrics.columns import doc_codes, list_columns, plain_int
 
     plain = ["0", "7", "10", "8841822", "1" * 18]
     others = ["007", "00", "+7", "-7", " 7", "7 ", "1" * 19, "٣", "7a", "1e3", "0x1"]
@@ -418,7 +418,7 @@ def test_plain_integer_doc_ids_are_their_own_codes(tmp_path):
                               pa.array(ids[2:])]),
             pa.array(["x", *ids]).slice(1),  # offsets that do not start at 0
         ):  # fmt: skip
-            code, docs = _encode_docs(arr)
+            code, docs = doc_codes(arr)
             assert (docs is None) == (odd is None), (odd, arr)
             got = code.astype(str) if docs is None else np.asarray(docs)[code]
             assert list(got) == ids

@@ -135,6 +135,33 @@ def test_a_bad_line_late_in_the_run_is_named_as_in_memory(tmp_path, bad):
     assert isinstance(want, str) and got == want and f"line {k + 1}:" in got
 
 
+@pytest.mark.parametrize("bad", ["q5 Q0 d1 1 x t", "q5 Q0 d1 1 inf t"])
+def test_a_bad_line_late_in_a_spilled_run_is_named_as_in_memory(tmp_path, bad):
+    "A shuffled run's lines are numbered only for an error's message, and rightly."
+    qrels = M.read_columns(make_files(tmp_path, 4), "qrels")
+    lines = (tmp_path / "unsorted").read_text().splitlines(keepends=True)
+    k = len(lines) - 5  # far past the first block, and the first pass's end
+    (tmp_path / "bad").write_text("".join(lines[:k] + [bad + "\n"] + lines[k:]))
+    want, got = both(qrels, tmp_path / "bad")
+    assert isinstance(want, str) and got == want and f"line {k + 1}:" in got
+
+
+@pytest.mark.parametrize("later", ["d5", "007", "x y"])
+def test_a_spill_whose_later_doc_ids_are_not_integers(tmp_path, later):
+    """A shuffled run spills its doc ids as integers while they all are: one that is
+    not, after the first block, makes it spill them as strings, with the same values
+    (and the same error) as in memory."""
+    qrels = M.read_columns(make_files(tmp_path, 8, int_docs=True), "qrels")
+    lines = (tmp_path / "unsorted").read_text().splitlines(keepends=True)
+    q, _, d, *rest = lines[-3].split(" ")
+    odd = " ".join([q, "Q0", later.replace(" ", "_"), *rest])  # the same query
+    (tmp_path / "mixed").write_text("".join(lines[:-3] + [odd] + lines[-2:]))
+    for c in ("ranx", "trec_eval"):
+        kw = dict(convention=c, per_query=True, make_comparable=True)
+        want, got = both(qrels, tmp_path / "mixed", **kw)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
 def test_a_repeated_doc_is_refused(tmp_path):
     qrels = M.read_columns(make_files(tmp_path, 5), "qrels")
     lines = (tmp_path / "run").read_text().splitlines(keepends=True)

@@ -13,9 +13,10 @@ import numpy as np
 
 from irbook.metrics.columns import (
     Columns,
+    arrow_numpy,
     columns_problem,
+    doc_codes,
     numpy_arrow,
-    table_columns,
 )
 from .conventions import get_convention
 from irbook.metrics.io import (
@@ -106,6 +107,28 @@ class NotGrouped(Exception):
     "The run is not written query by query: a query's lines are in two places."
 
 
+def _line_of(blocks: Iterator, i: int) -> int | None:
+    "The line number of the first line of block `i` of `blocks`; None if none is."
+    line = 1
+    for j, text in enumerate(blocks):
+        if j == i:
+            return line
+        line += text.count(b"\n")
+    return None
+
+
+def _parsed(text, name, fast: bool, first) -> Columns | None:
+    """`parse_block` of a block of the run `name`; a bad line is named by its number,
+    `first()` the block's first (counted only then: a pass over the blocks before)."""
+    try:
+        return parse_block(text, name, "run", 1, fast)
+    except ValueError:
+        line = first()
+        if line is None:  # the file holds fewer blocks than it did a moment ago
+            raise file_changed(name) from None
+        return parse_block(text, name, "run", line)  # raises, naming the line
+
+
 def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
     "Score `path` by batches (only those in `keys` if given); NotGrouped if unsorted."
     name = path if name is None else name  # the file named in messages (a pipe's copy)
@@ -113,14 +136,9 @@ def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
     for i, (text, _) in enumerate(query_blocks(path, size, lines=False)):
         if keys is not None and i not in keys:
             continue
-        try:  # line numbers are counted only for an error's message
-            rc = parse_block(text, name, "run", 1, fast)
-        except ValueError:
-            lines = (x for j, (_, x) in enumerate(query_blocks(path, size)) if j == i)
-            first = next(lines, None)
-            if first is None:  # the file holds fewer blocks than it did a moment ago
-                raise file_changed(name) from None
-            rc = parse_block(text, name, "run", first)  # raises, naming the line
+        # line numbers are counted only for an error's message
+        blocks = (t for t, _ in query_blocks(path, size, lines=False))
+        rc = _parsed(text, name, fast, lambda: _line_of(blocks, i))
         if rc is None:
             continue
         qids = rc.qids.tolist()  # Python's str: hashed at once
@@ -135,52 +153,109 @@ def _large(path) -> bool:
     return Path(path).stat().st_size >= SMALL_FILE
 
 # %% ../../nbs/api/metrics_stream.ipynb #aa7bf198
-def _schema():
-    "The columns of a spilled run: query id, doc id, score."
+class _Spill:
+    """What the files of one spill share: each query's number (in order of first
+    appearance) and the doc ids' type: integers (int64) or strings."""
+
+    def __init__(self, ints: bool | None = None):
+        self.index, self.ints, self._queries = {}, ints, None
+        self.text = self.rows = 0  # bytes of text read, and rows: its bytes a row
+
+    def per_row(self) -> float:
+        "Bytes of the run's text a row, on average (once every line is read)."
+        return self.text / max(self.rows, 1)
+
+    def numbers(self, qids: list) -> np.ndarray:
+        "The number of each query id of `qids` (a new one: the next number)."
+        got = list(map(self.index.get, qids))  # the queries seen before: at C's speed
+        if None in got:
+            got = [self.index.setdefault(q, len(self.index)) for q in qids]
+        return np.array(got, np.int64)
+
+    def queries(self) -> np.ndarray:
+        "The query ids by number (a str array), once every query has one."
+        if self._queries is None or len(self._queries) != len(self.index):
+            self._queries = np.array(list(self.index), dtype=str)
+        return self._queries
+
+
+class _MixedIds(Exception):
+    "A spill of integer doc ids met a block whose doc ids are not all integers."
+
+
+def _schema(ints: bool):
+    "The columns of a spilled run: query number, doc id (int64 or str), score."
     import pyarrow as pa  # imported on use, as in the readers
 
-    return pa.schema([("q", pa.string()), ("d", pa.string()), ("v", pa.float64())])
+    d = pa.int64() if ints else pa.string()
+    return pa.schema([("q", pa.int32()), ("d", d), ("v", pa.float64())])
 
 
-def _table(c: Columns, order: np.ndarray):
-    "The rows `order` of `c` as a pyarrow table of `_schema()`: ids as strings."
+def _int_array(x: np.ndarray, kind):
+    "A pyarrow array of type `kind` (int32 or int64) over the numbers `x`, no copy."
+    import pyarrow as pa
+
+    x = np.ascontiguousarray(x, np.dtype(kind.to_pandas_dtype()))
+    return pa.Array.from_buffers(kind, len(x), [None, pa.py_buffer(x)])
+
+
+def _table(c: Columns, order: np.ndarray, number: np.ndarray, ints: bool):
+    """The rows `order` of `c` as a pyarrow table of `_schema(ints)`: each query by its
+    number (`number[c.qcode]`), the doc ids as integers (`ints`) or strings."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     pool = memory_pool()  # numpy_arrow, not pa.array: that would import pandas (35 MB)
-    q = pc.take(numpy_arrow(c.qids), numpy_arrow(c.qcode[order]), memory_pool=pool)
+    q = _int_array(number[c.qcode[order]], pa.int32())
     codes = c.dcode[order]
-    if c.docs is None:  # plain integer ids
-        d = numpy_arrow(codes)
+    if ints:  # plain integer ids (c.docs is None): as they are
+        d = _int_array(codes, pa.int64())
+    elif c.docs is None:
+        d = pc.cast(numpy_arrow(codes), pa.string(), memory_pool=pool)
     elif isinstance(c.docs, np.ndarray):  # the line reader's ids
         d = numpy_arrow(c.docs[codes])
     else:
         d = pc.take(c.docs, numpy_arrow(codes), memory_pool=pool)
-    d = pc.cast(d, pa.string(), memory_pool=pool)
-    return pa.table([q, d, numpy_arrow(c.values[order])], schema=_schema())
+        d = pc.cast(d, pa.string(), memory_pool=pool)
+    return pa.table([q, d, numpy_arrow(c.values[order])], schema=_schema(ints))
 
 
 def _write_block(
-    c: Columns, bucket: dict, nb: int, folder: Path, writers: dict, prefix: str = ""
+    c: Columns,
+    sp: _Spill,
+    bucket: dict,
+    nb: int,
+    folder: Path,
+    writers: dict,
+    rows: dict,
+    prefix: str = "",
 ):
     """Append the rows of `c` to files `folder/<prefix><b>.arrow`, b < `nb`, a query's
-    rows to one file (`bucket`: {query id: b}, each new query the next file in turn)."""
+    rows to one file (`bucket`: {query id: b}, each new query the next file in turn;
+    `rows`: {file: rows written})."""
     import pyarrow as pa
 
+    if sp.ints is None:  # the first block says which type the doc ids are spilled as
+        sp.ints = c.docs is None
+    if sp.ints and c.docs is not None:
+        raise _MixedIds()
     qids = c.qids.tolist()
+    number = sp.numbers(qids)
     got = list(map(bucket.get, qids))  # the queries seen before: at C's speed
     if None in got:  # each new query: the next file in turn
         got = [bucket.setdefault(q, len(bucket) % nb) for q in qids]
     # at most 256 files: one byte a row, which numpy's stable sort sorts by radix
     qb = np.array(got, np.uint8 if nb <= 256 else np.int64)[c.qcode]
     order = np.argsort(qb, kind="stable")  # file order within each query
-    t = _table(c, order)
+    t = _table(c, order, number, sp.ints)
     cuts = np.searchsorted(qb[order], np.arange(nb + 1))
     for b in np.flatnonzero(np.diff(cuts)).tolist():  # one sort, then slices of it
         key = f"{prefix}{b}"
         if key not in writers:
-            writers[key] = pa.ipc.new_stream(str(folder / f"{key}.arrow"), _schema())
+            path = str(folder / f"{key}.arrow")
+            writers[key] = pa.ipc.new_stream(path, _schema(sp.ints))
         writers[key].write_table(t.slice(cuts[b], cuts[b + 1] - cuts[b]))
+        rows[key] = rows.get(key, 0) + int(cuts[b + 1] - cuts[b])
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
 # at most this many files are written at once (a fuller one is spread again): a pass
@@ -194,27 +269,27 @@ def _head(path) -> bytes:
         return f.read(16)
 
 
-def _spread(parts, n: int, size: int, folder: Path, prefix: str = "") -> list:
-    """Spread the rows of `parts` (an iterator of `Columns`, ~`n` bytes in all) over
-    files of whole queries of about `size` bytes; the names of the files, in order."""
+def _spread(parts, n: int, size: int, folder: Path, sp: _Spill, prefix="") -> list:
+    """Spread the rows of `parts` (an iterator of `Columns`, ~`n` bytes of text in all)
+    over files of whole queries of about `size` bytes of text; the files' names."""
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
     if nb > _FANOUT:  # files spread again: levels of equal fan-out, as few as can be
         nb = math.ceil(nb ** (1 / math.ceil(math.log(nb, _FANOUT))))
-    writers, bucket = {}, {}
+    writers, bucket, rows = {}, {}, {}
     try:
         for c in parts:
-            _write_block(c, bucket, nb, folder, writers, prefix)
+            _write_block(c, sp, bucket, nb, folder, writers, rows, prefix)
     finally:
         for w in writers.values():
             w.close()
     out, queries = [], np.bincount(list(bucket.values()), minlength=nb)
     for key in sorted(writers, key=lambda k: int(k[len(prefix) :])):
-        f = folder / f"{key}.arrow"
-        big = f.stat().st_size
-        if big <= size or queries[int(key[len(prefix) :])] < 2:
+        big = int(rows[key] * sp.per_row())  # its rows' text, about: a file's bytes
+        if big <= size or queries[int(key[len(prefix) :])] < 2:  # are fewer (ints)
             out.append(key)  # small enough, or a single query (it is scored whole)
             continue
-        out += _spread(_spilled_parts(f, size), big, size, folder, f"{key}.")
+        f = folder / f"{key}.arrow"
+        out += _spread(_spilled_parts(f, size, sp), big, size, folder, sp, f"{key}.")
         f.unlink()  # spread again, over files of its own
     return out
 
@@ -222,7 +297,7 @@ def _spread(parts, n: int, size: int, folder: Path, prefix: str = "") -> list:
 def spill(
     path: Path,  # a TREC run whose queries are not grouped
     size: int,  # about how many bytes of text a spilled file holds
-    folder: Path,  # where the files go (`{b}.arrow`)
+    folder: Path,  # where the files go (`{b}.arrow`, and `queries.arrow`)
     seen: dict,  # {query_id: None}, updated with every query read
     name: str | Path | None = None,  # the file named in messages; None: `path`
 ) -> list:
@@ -232,50 +307,94 @@ def spill(
     n = path.stat().st_size * (8 if compression_of(path, _head(path)) else 1)
     fast = _large(path)
 
-    def parts():
-        line = 1
-        for text in read_blocks(path, size):
-            c = parse_block(text, name, "run", line, fast)  # every line checked
-            line += text.count(b"\n")
-            if c is not None:
-                seen.update(dict.fromkeys(c.qids.tolist()))
+    def parts(sp: _Spill):
+        for i, text in enumerate(read_blocks(path, size)):
+            c = _parsed(text, name, fast, lambda: _line_of(read_blocks(path, size), i))
+            if c is not None:  # every line checked
+                sp.text, sp.rows = sp.text + len(text), sp.rows + len(c)
                 yield c
 
-    return _spread(parts(), n, size, folder)
+    sp = _Spill()
+    try:
+        out = _spread(parts(sp), n, size, folder, sp)
+    except _MixedIds:  # integer doc ids first, others later: again, all as strings
+        for f in folder.glob("*.arrow"):
+            f.unlink()
+        sp = _Spill(ints=False)
+        out = _spread(parts(sp), n, size, folder, sp)
+    _write_queries(folder, sp.queries())
+    seen.update(dict.fromkeys(sp.index))
+    return out
 
 # %% ../../nbs/api/metrics_stream.ipynb #bdb160c9
-def _spilled_parts(f: Path, size: int):
-    "The rows of the spilled file `f` as `Columns` of about `size` bytes each."
+def _write_queries(folder: Path, queries: np.ndarray):
+    "The query ids of a spill by number, to `folder/queries.arrow`."
+    import pyarrow as pa
+
+    t = pa.table([numpy_arrow(queries)], names=["q"])
+    with pa.ipc.new_stream(str(folder / "queries.arrow"), t.schema) as w:
+        w.write_table(t)
+
+
+def _read_queries(folder: Path) -> np.ndarray:
+    "The query ids of the spill in `folder`, by number (a str array)."
+    import pyarrow as pa
+
+    with pa.OSFile(str(folder / "queries.arrow")) as f:
+        t = pa.ipc.open_stream(f).read_all()
+    return np.array(t.column("q").to_pylist(), dtype=str)
+
+
+def _spilled_parts(f: Path, size: int, sp: _Spill):
+    "The rows of the spilled file `f` as `Columns` of about `size` bytes of text each."
     import pyarrow as pa
 
     with pa.OSFile(str(f)) as src:
         batches, n = [], 0
         for batch in pa.ipc.open_stream(src, memory_pool=memory_pool()):
             batches.append(batch)
-            n += batch.nbytes
-            if n >= size:
-                yield _as_columns(pa.Table.from_batches(batches))
+            n += batch.num_rows
+            if n * sp.per_row() >= size:
+                yield _as_columns(pa.Table.from_batches(batches), sp.queries())
                 batches, n = [], 0
         if batches:
-            yield _as_columns(pa.Table.from_batches(batches))
+            yield _as_columns(pa.Table.from_batches(batches), sp.queries())
 
 
-def _as_columns(t) -> Columns:
-    "`Columns` of a spilled table."
-    return table_columns(t.column("q"), t.column("d"), t.column("v"), "run")
+def _as_columns(t, queries: np.ndarray) -> Columns:
+    """`Columns` of a spilled table (`queries`: the query ids by number), its rows
+    grouped by query, each query's rows in the order of the file."""
+    import pyarrow as pa
+
+    number = arrow_numpy(t.column("q"))
+    present = np.zeros(len(queries), bool)
+    present[number] = True
+    code = (np.cumsum(present) - 1)[number]
+    # grouped by a stable sort of the codes: by radix for fewer than 65,536 queries
+    few = np.uint16 if len(queries) <= 2**16 else np.int64
+    order = np.argsort(code.astype(few), kind="stable")
+    d = t.column("d")
+    if pa.types.is_integer(d.type):  # plain integer ids: as they are
+        dcode, docs = arrow_numpy(d), None
+    else:
+        dcode, docs = doc_codes(d)
+    v = arrow_numpy(t.column("v"))
+    return Columns("run", code[order], queries[present], dcode[order], docs, v[order])
 
 
 def spilled(
     path: str | Path,  # the run, named in errors
     folder: Path,  # where `spill` wrote the files
     b: str,  # the file's name
+    queries: np.ndarray | None = None,  # the spill's query ids; None: read from folder
 ) -> Columns:
     "The run's queries spilled to file `b`, as checked `Columns`."
     import pyarrow as pa
 
+    queries = _read_queries(folder) if queries is None else queries
     with pa.OSFile(str(folder / f"{b}.arrow")) as f:
         t = pa.ipc.open_stream(f, memory_pool=memory_pool()).read_all()
-    rc = _as_columns(t)
+    rc = _as_columns(t, queries)
     problem = columns_problem(rc)
     if problem:  # a doc repeated in a query whose lines are apart
         raise ValueError(f"{path}: {problem.split(': ', 1)[1]}")
@@ -434,11 +553,14 @@ def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tup
     except NotGrouped:  # any other: its lines grouped by query on disk first
         score, seen = _Scorer(qc, names, c, make_comparable, size), {}
 
+        files = spill(src, size, folder, seen, path)
+        queries = _read_queries(folder)  # the query ids by number, read once
+
         def again(keys):
             for b in keys:
-                score(b, spilled(path, folder, b))
+                score(b, spilled(path, folder, b, queries))
 
-        again(spill(src, size, folder, seen, path))
+        again(files)
     if not seen:
         raise ValueError(f"{path}: the run file holds no results")
     kept = _query_rule(sorted_ids(list(qc.qids)), seen, c, make_comparable)
