@@ -3,6 +3,7 @@ imports, every retriever derives from irbook.course.common.Retriever, no old nam
 left."""
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -41,6 +42,13 @@ RANK = {m: i for i, m in enumerate(ORDER)}
 
 
 def modules():
+    "(name, path, syntax tree) of every irbook module, parsed once per session."
+    yield from _parsed()
+
+
+@functools.cache
+def _parsed() -> tuple:
+    out = []
     for p in sorted((ROOT / "irbook").rglob("*.py")):
         if (
             p.name == "_modidx.py"
@@ -52,7 +60,8 @@ def modules():
         name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
         if name in {"course", "course.search"}:  # package docstrings only
             continue
-        yield name, p, ast.parse(p.read_text())
+        out.append((name, p, ast.parse(p.read_text())))
+    return tuple(out)
 
 
 def irbook_imports(name, tree):
