@@ -806,7 +806,10 @@ def zscore_file(path, raw: list, gone: bool, seed: int = 0):
     for q in qids:  # gm_map's per-query value is log(max(AP, 1e-5))
         for gm, base in (("gm_map", "map"), ("gm_bpref", "bpref")):
             values[q, gm] = math.log(max(values[q, base], 1e-5))
-    last = {q: max((m for p, m in values if p == q), key=str.encode) for q in qids}
+    last = {}  # each query's strcmp-last measure, in one pass over the values
+    for q, m in values:
+        if q not in last or m.encode() > last[q].encode():
+            last[q] = m
     gone_q = qids[len(qids) // 2] if gone else None  # not the last query
     lines, zeros = [], 0
     for (q, m), v in values.items():
