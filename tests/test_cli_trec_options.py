@@ -131,3 +131,15 @@ def test_bad_values_one_line(tmp_path, capsys):
         status = main(["eval", str(q), str(r), "-m", "map", *args])
         err = capsys.readouterr().err
         assert status == 2 and err.count("\n") == 1 and words in err, err
+
+
+@pytest.mark.parametrize(
+    "given", [["set_F.0.5"], ["set_F.2", "-q"], ["set_F.1.0"], ["set_F.1e-1", "-l2"]]
+)
+def test_weighted_set_f_equals_trec_eval(trec_eval, tmp_path, capsys, given):
+    "set_F.x (recall weighted x against precision): trec_eval's lines and names."
+    q, r = graded(tmp_path)
+    m, *options = given
+    want = theirs(trec_eval, *options, "-m", m, q, r)
+    assert len(want) > 1 or "-q" not in options
+    assert ours(capsys, "eval", *options, "-m", m, q, r, *TREC) == want
