@@ -113,6 +113,41 @@ def test_batches_hold_whole_queries_and_stay_near_the_block_size(tmp_path):
     assert lines == list(np.cumsum([1] + [t.count(b"\n") for t, _ in parts[:-1]]))
 
 
+def test_a_run_in_query_order_is_not_spilled(tmp_path, monkeypatch):
+    """A run written query by query is scored in one pass, however small the blocks;
+    one whose first block meets a query again is spilled before any batch is scored,
+    unless the whole run is one block (scored as it is)."""
+    import irbook.metrics.stream as S
+
+    qrels = M.read_columns(make_files(tmp_path, 9), "qrels")
+    events, spill, call = [], S.spill, S._Scorer.__call__
+
+    def spilling(*a, **k):
+        events.append("spill")
+        return spill(*a, **k)
+
+    def scoring(self, *a):
+        events.append("score")
+        return call(self, *a)
+
+    monkeypatch.setattr(S, "spill", spilling)
+    monkeypatch.setattr(S._Scorer, "__call__", scoring)
+    kw = dict(make_comparable=True)
+    evaluate_file(qrels, tmp_path / "run", "map", memory=TINY, **kw)
+    assert "spill" not in events and "score" in events
+    lines = (tmp_path / "run").read_text().splitlines(keepends=True)
+    q0, q1 = ([x for x in lines if x.startswith(f"{q} ")][:2] for q in ("q0", "q1"))
+    assert len(q0) == len(q1) == 2
+    rest = [x for x in lines if x not in q0 + q1]  # q0, q1, q0, q1: in the first block
+    (tmp_path / "again").write_text("".join([q0[0], q1[0], q0[1], q1[1], *rest]))
+    want = M.evaluate(qrels, M.read_columns(tmp_path / "again", "run"), "map", **kw)
+    for memory, first in ((TINY, "spill"), (10**6, "score")):
+        events.clear()
+        got = evaluate_file(qrels, tmp_path / "again", "map", memory=memory, **kw)
+        assert got == want
+        assert events[0] == first and events.count("spill") == (first == "spill")
+
+
 def test_a_query_longer_than_a_block(tmp_path):
     qrels = make_files(tmp_path, 3)
     big = "".join(f"q7 Q0 x{i} {i + 1} {1 / (i + 1)} t\n" for i in range(2000))

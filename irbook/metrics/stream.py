@@ -132,7 +132,7 @@ def _parsed(text, name, fast: bool, first) -> Columns | None:
 def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
     "Score `path` by batches (only those in `keys` if given); NotGrouped if unsorted."
     name = path if name is None else name  # the file named in messages (a pipe's copy)
-    fast = _large(path)
+    fast, many = _large(path), Path(path).stat().st_size > size
     for i, (text, _) in enumerate(query_blocks(path, size, lines=False)):
         if keys is not None and i not in keys:
             continue
@@ -141,8 +141,13 @@ def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
         rc = _parsed(text, name, fast, lambda: _line_of(blocks, i))
         if rc is None:
             continue
+        # codes number a block's queries in order of first appearance: a code lower
+        # than the one before is a query met again, and a file of more than one block
+        # is spilled before anything is scored in vain (one block is scored as it is)
+        if keys is None and many and (rc.qcode[1:] < rc.qcode[:-1]).any():
+            raise NotGrouped(name)
         qids = rc.qids.tolist()  # Python's str: hashed at once
-        if keys is None and any(q in seen for q in qids):
+        if keys is None and any(q in seen for q in qids):  # or in an earlier block
             raise NotGrouped(name)
         seen.update(dict.fromkeys(qids))
         score(i, rc)
@@ -220,42 +225,63 @@ def _table(c: Columns, order: np.ndarray, number: np.ndarray, ints: bool):
     return pa.table([q, d, numpy_arrow(c.values[order])], schema=_schema(ints))
 
 
-def _write_block(
-    c: Columns,
-    sp: _Spill,
-    bucket: dict,
-    nb: int,
-    folder: Path,
-    writers: dict,
-    rows: dict,
-    prefix: str = "",
-):
-    """Append the rows of `c` to files `folder/<prefix><b>.arrow`, b < `nb`, a query's
-    rows to one file (`bucket`: {query id: b}, each new query the next file in turn;
-    `rows`: {file: rows written})."""
-    import pyarrow as pa
+class _Files:
+    """The files one pass of a spill writes: `nb` of them, `folder/<prefix><b>.arrow`,
+    each new query to the next in turn; the rows written to each."""
 
+    def __init__(self, nb: int, folder: Path, prefix: str, sp: _Spill):
+        self.nb, self.folder, self.prefix, self.sp = nb, folder, prefix, sp
+        self.of = np.full(1024, -1, np.int64)  # each query's file, by query number
+        self.queries = 0  # queries given a file so far
+        self.writers, self.rows = {}, {}
+
+    def files(self, number: np.ndarray) -> np.ndarray:
+        "The file of each query of the numbers `number` (a new one: the next file)."
+        if len(number) and number.max() >= len(self.of):
+            grown = np.full(max(2 * len(self.of), number.max() + 1), -1, np.int64)
+            grown[: len(self.of)] = self.of
+            self.of = grown
+        got = self.of[number]
+        new = number[got < 0]
+        if len(new):
+            self.of[new] = (self.queries + np.arange(len(new))) % self.nb
+            self.queries += len(new)
+            got = self.of[number]
+        return got
+
+    def write(self, b: int, t):
+        "Append the table `t` to file `b`."
+        import pyarrow as pa
+
+        key = f"{self.prefix}{b}"
+        if key not in self.writers:
+            path = str(self.folder / f"{key}.arrow")
+            self.writers[key] = pa.ipc.new_stream(path, _schema(self.sp.ints))
+        self.writers[key].write_table(t)
+        self.rows[key] = self.rows.get(key, 0) + t.num_rows
+
+    def close(self):
+        for w in self.writers.values():
+            w.close()
+
+
+def _write_block(c: Columns, number: np.ndarray | None, files: _Files):
+    """Append the rows of `c` to `files`, a query's rows to one file (`number`: its
+    queries' numbers; None: looked up by id)."""
+    sp = files.sp
     if sp.ints is None:  # the first block says which type the doc ids are spilled as
         sp.ints = c.docs is None
     if sp.ints and c.docs is not None:
         raise _MixedIds()
-    qids = c.qids.tolist()
-    number = sp.numbers(qids)
-    got = list(map(bucket.get, qids))  # the queries seen before: at C's speed
-    if None in got:  # each new query: the next file in turn
-        got = [bucket.setdefault(q, len(bucket) % nb) for q in qids]
+    number = sp.numbers(c.qids.tolist()) if number is None else number
     # at most 256 files: one byte a row, which numpy's stable sort sorts by radix
-    qb = np.array(got, np.uint8 if nb <= 256 else np.int64)[c.qcode]
+    small = np.uint8 if files.nb <= 256 else np.int64
+    qb = files.files(number).astype(small)[c.qcode]
     order = np.argsort(qb, kind="stable")  # file order within each query
     t = _table(c, order, number, sp.ints)
-    cuts = np.searchsorted(qb[order], np.arange(nb + 1))
+    cuts = np.searchsorted(qb[order], np.arange(files.nb + 1))
     for b in np.flatnonzero(np.diff(cuts)).tolist():  # one sort, then slices of it
-        key = f"{prefix}{b}"
-        if key not in writers:
-            path = str(folder / f"{key}.arrow")
-            writers[key] = pa.ipc.new_stream(path, _schema(sp.ints))
-        writers[key].write_table(t.slice(cuts[b], cuts[b + 1] - cuts[b]))
-        rows[key] = rows.get(key, 0) + int(cuts[b + 1] - cuts[b])
+        files.write(b, t.slice(cuts[b], cuts[b + 1] - cuts[b]))
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
 # at most this many files are written at once (a fuller one is spread again): a pass
@@ -270,28 +296,42 @@ def _head(path) -> bytes:
 
 
 def _spread(parts, n: int, size: int, folder: Path, sp: _Spill, prefix="") -> list:
-    """Spread the rows of `parts` (an iterator of `Columns`, ~`n` bytes of text in all)
-    over files of whole queries of about `size` bytes of text; the files' names."""
+    """Spread the rows of `parts` (an iterator of (`Columns`, their queries' numbers or
+    None), ~`n` bytes of text in all) over files of whole queries of about `size` bytes
+    of text; [(a file's name, its rows)], in order."""
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
     if nb > _FANOUT:  # files spread again: levels of equal fan-out, as few as can be
         nb = math.ceil(nb ** (1 / math.ceil(math.log(nb, _FANOUT))))
-    writers, bucket, rows = {}, {}, {}
+    files = _Files(nb, folder, prefix, sp)
     try:
-        for c in parts:
-            _write_block(c, sp, bucket, nb, folder, writers, rows, prefix)
+        for c, number in parts:
+            _write_block(c, number, files)
     finally:
-        for w in writers.values():
-            w.close()
-    out, queries = [], np.bincount(list(bucket.values()), minlength=nb)
-    for key in sorted(writers, key=lambda k: int(k[len(prefix) :])):
-        big = int(rows[key] * sp.per_row())  # its rows' text, about: a file's bytes
-        if big <= size or queries[int(key[len(prefix) :])] < 2:  # are fewer (ints)
-            out.append(key)  # small enough, or a single query (it is scored whole)
+        files.close()
+    out, queries = [], np.bincount(files.of[files.of >= 0], minlength=nb)
+    for key in sorted(files.writers, key=lambda k: int(k[len(prefix) :])):
+        rows = files.rows[key]
+        big = int(rows * sp.per_row())  # its rows' text, about: a file's bytes are
+        if big <= size or queries[int(key[len(prefix) :])] < 2:  # fewer (numbers)
+            out.append((key, rows))  # small enough, or a single query (scored whole)
             continue
         f = folder / f"{key}.arrow"
         out += _spread(_spilled_parts(f, size, sp), big, size, folder, sp, f"{key}.")
         f.unlink()  # spread again, over files of its own
     return out
+
+
+def _batches(files: list, size: int, per_row: float) -> list:
+    """Names of batches of spilled files: consecutive `files` ([(name, rows)]) joined by
+    '+' while their rows' text stays within `size` bytes."""
+    out, group, n = [], [], 0
+    for key, rows in files:
+        if group and (n + rows) * per_row > size:
+            out.append("+".join(group))
+            group, n = [], 0
+        group.append(key)
+        n += rows
+    return out + ["+".join(group)] if group else out
 
 
 def spill(
@@ -302,7 +342,7 @@ def spill(
     name: str | Path | None = None,  # the file named in messages; None: `path`
 ) -> list:
     """Spread the lines of `path` over files of whole queries, about `size` bytes each;
-    returns the list of the files' names `b` (str)."""
+    returns the names `b` (str) of batches of them (`spilled` reads one)."""
     name = path if name is None else name  # the file named in messages (a pipe's copy)
     n = path.stat().st_size * (8 if compression_of(path, _head(path)) else 1)
     fast = _large(path)
@@ -312,7 +352,7 @@ def spill(
             c = _parsed(text, name, fast, lambda: _line_of(read_blocks(path, size), i))
             if c is not None:  # every line checked
                 sp.text, sp.rows = sp.text + len(text), sp.rows + len(c)
-                yield c
+                yield c, None  # its queries' numbers: looked up by id
 
     sp = _Spill()
     try:
@@ -324,7 +364,7 @@ def spill(
         out = _spread(parts(sp), n, size, folder, sp)
     _write_queries(folder, sp.queries())
     seen.update(dict.fromkeys(sp.index))
-    return out
+    return _batches(out, size, sp.per_row())  # a file half full: scored with others
 
 # %% ../../nbs/api/metrics_stream.ipynb #bdb160c9
 def _write_queries(folder: Path, queries: np.ndarray):
@@ -346,7 +386,8 @@ def _read_queries(folder: Path) -> np.ndarray:
 
 
 def _spilled_parts(f: Path, size: int, sp: _Spill):
-    "The rows of the spilled file `f` as `Columns` of about `size` bytes of text each."
+    """The rows of the spilled file `f` as (`Columns`, their queries' numbers) of about
+    `size` bytes of text each."""
     import pyarrow as pa
 
     with pa.OSFile(str(f)) as src:
@@ -355,15 +396,16 @@ def _spilled_parts(f: Path, size: int, sp: _Spill):
             batches.append(batch)
             n += batch.num_rows
             if n * sp.per_row() >= size:
-                yield _as_columns(pa.Table.from_batches(batches), sp.queries())
+                yield _as_columns(pa.Table.from_batches(batches), sp.queries(), True)
                 batches, n = [], 0
         if batches:
-            yield _as_columns(pa.Table.from_batches(batches), sp.queries())
+            yield _as_columns(pa.Table.from_batches(batches), sp.queries(), True)
 
 
-def _as_columns(t, queries: np.ndarray) -> Columns:
+def _as_columns(t, queries: np.ndarray, numbers: bool = False):
     """`Columns` of a spilled table (`queries`: the query ids by number), its rows
-    grouped by query, each query's rows in the order of the file."""
+    grouped by query, each query's rows in the order of the file (`numbers`: and its
+    queries' numbers, a pair)."""
     import pyarrow as pa
 
     number = arrow_numpy(t.column("q"))
@@ -379,22 +421,25 @@ def _as_columns(t, queries: np.ndarray) -> Columns:
     else:
         dcode, docs = doc_codes(d)
     v = arrow_numpy(t.column("v"))
-    return Columns("run", code[order], queries[present], dcode[order], docs, v[order])
+    c = Columns("run", code[order], queries[present], dcode[order], docs, v[order])
+    return (c, np.flatnonzero(present)) if numbers else c
 
 
 def spilled(
     path: str | Path,  # the run, named in errors
     folder: Path,  # where `spill` wrote the files
-    b: str,  # the file's name
+    b: str,  # a batch's name: its files' names, joined by '+'
     queries: np.ndarray | None = None,  # the spill's query ids; None: read from folder
 ) -> Columns:
-    "The run's queries spilled to file `b`, as checked `Columns`."
+    "The run's queries spilled to the files of batch `b`, as checked `Columns`."
     import pyarrow as pa
 
     queries = _read_queries(folder) if queries is None else queries
-    with pa.OSFile(str(folder / f"{b}.arrow")) as f:
-        t = pa.ipc.open_stream(f, memory_pool=memory_pool()).read_all()
-    rc = _as_columns(t, queries)
+    tables = []
+    for key in b.split("+"):
+        with pa.OSFile(str(folder / f"{key}.arrow")) as f:
+            tables.append(pa.ipc.open_stream(f, memory_pool=memory_pool()).read_all())
+    rc = _as_columns(pa.concat_tables(tables), queries)
     problem = columns_problem(rc)
     if problem:  # a doc repeated in a query whose lines are apart
         raise ValueError(f"{path}: {problem.split(': ', 1)[1]}")
