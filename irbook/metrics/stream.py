@@ -287,6 +287,10 @@ def _write_block(c: Columns, number: np.ndarray | None, files: _Files):
 # at most this many files are written at once (a fuller one is spread again): a pass
 # writes (blocks x files) slices, so more files cost slices and more levels cost passes
 _FANOUT = 256
+# a block read to be spilled takes about half the memory of one scored (bench/
+# streaming.py --sweep): up to this much more text is read at a time, so that small
+# blocks, each holding most of the run's queries, are fewer
+_SPILL_MORE = 4 * 2**20
 
 
 def _head(path) -> bytes:
@@ -348,8 +352,9 @@ def spill(
     fast = _large(path)
 
     def parts(sp: _Spill):
-        for i, text in enumerate(read_blocks(path, size)):
-            c = _parsed(text, name, fast, lambda: _line_of(read_blocks(path, size), i))
+        step = size + min(size, _SPILL_MORE)  # bytes of text read at a time
+        for i, text in enumerate(read_blocks(path, step)):
+            c = _parsed(text, name, fast, lambda: _line_of(read_blocks(path, step), i))
             if c is not None:  # every line checked
                 sp.text, sp.rows = sp.text + len(text), sp.rows + len(c)
                 yield c, None  # its queries' numbers: looked up by id
