@@ -7,6 +7,7 @@ comparing and rendering load only modules whose distributions pyproject.toml dec
 (or those declare in turn), and no course dependency."""
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -178,10 +179,16 @@ def _imports(path):
     return out
 
 
+@functools.cache
+def _packages() -> dict:
+    "importlib.metadata's {module: distributions}, read once (it scans every install)."
+    return metadata.packages_distributions()
+
+
 def _declared_modules(reqs) -> set:
     "Top-level import names of the distributions `reqs` install (with what they need)."
     dists = _closure(reqs)
-    return {m for m, ds in metadata.packages_distributions().items()
+    return {m for m, ds in _packages().items()
             if {_name(d) for d in ds} & dists}  # fmt: skip
 
 
