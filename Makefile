@@ -29,14 +29,15 @@ test: install
 	# lint and layout first (pyflakes, pycodestyle, isort rules; 88 columns): seconds, not minutes
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	# two workers: one per core (pytest-xdist); tests marked slow are left to `make test-slow`
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 --durations=15 tests
+	# two workers: one per core (pytest-xdist; worksteal: a worker left idle at the end takes
+	# tests from the other's queue); tests marked slow are left to `make test-slow`
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 --dist worksteal --durations=15 tests
 
 # the training- and encoding-heavy tests (CI runs them after the book, whose cache they reuse,
 # with SLOW="slow and not book": the book build has just executed those chapters in full)
 SLOW ?= slow
 test-slow: install
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 -m "$(SLOW)" --durations=15 tests
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n 2 --dist worksteal -m "$(SLOW)" --durations=15 tests
 
 QUIET := HF_DATASETS_DISABLE_PROGRESS_BARS=1 HF_HUB_DISABLE_PROGRESS_BARS=1
 
