@@ -33,6 +33,12 @@ HEAVY = {
     "25_training_filters",  # fine-tunes MiniLM
     "training_filters",  # the reference page re-runs a small configuration
     "finetune",  # the reference page trains small models
+    # Monte Carlo demonstrations of the prose (issue 37: `make test` under 3 minutes):
+    # 10,000-set power simulations; what irbook.power computes is tests/test_power.py's
+    "08_power",
+    # interval coverage of irbook against ppi-python over 32 settings x 500 draws; the
+    # intervals' coverage is tests/test_coverage.py's and api/ppi's hidden tests'
+    "26_judge_assisted",
 }
 
 
