@@ -243,7 +243,7 @@ class Comparison:
 def _by_mean(metric: str) -> bool:
     "True unless `metric` adds its per-query values up (counts) or takes gm_map's mean."
     try:
-        return AGGREGATES[parse_metric(metric)[0]] == "mean"
+        return AGGREGATES.get(parse_metric(metric)[0], "mean") == "mean"  # strings
     except ValueError:  # any other column of scores
         return True
 
@@ -464,16 +464,22 @@ def trec_name(
 _ALL_ONLY = ("num_q", "gm_map")  # trec_eval prints these for "all" only
 
 
-def _trec_line(measure: str, qid, value, z: bool = False) -> str:
+def _kind(measure: str) -> tuple:
+    "(trec_eval's name of `measure`, whether it is a count): worked out once a call."
+    return trec_name(measure), not _by_mean(measure) and measure != "gm_map"
+
+
+def _trec_line(measure: str, qid, value, z: bool = False, kind=None) -> str:
     """One line as trec_eval prints it: `%-22s\\t%s\\t%6.4f` (a count as an integer;
-    `z`, trec_eval's -Z: a Z before the name, every number as %6.4f)."""
+    `z`, trec_eval's -Z: a Z before the name, every number as %6.4f); `kind`:
+    `_kind(measure)` if known."""
+    name, counts = kind or _kind(measure)
     if isinstance(value, str):  # relstring: trec_eval quotes it, with no Z
-        return f"{trec_name(measure):<22}\t{qid}\t'{value}'"
+        return f"{name:<22}\t{qid}\t'{value}'"
     if z:
-        return f"Z{trec_name(measure):<22}\t{qid}\t{value:6.4f}"
-    count = not _by_mean(measure) and measure != "gm_map" and value == int(value)
-    text = f"{int(value)}" if count else f"{value:6.4f}"
-    return f"{trec_name(measure):<22}\t{qid}\t{text}"
+        return f"Z{name:<22}\t{qid}\t{value:6.4f}"
+    text = f"{int(value)}" if counts and value == int(value) else f"{value:6.4f}"
+    return f"{name:<22}\t{qid}\t{text}"
 
 
 def trec_lines(
@@ -487,12 +493,14 @@ def trec_lines(
     """trec_eval's layout for one run: a list of lines, per-query rows (sorted ids),
     then the 'all' rows."""
     out = []
-    if per_query is not None:
-        for q in sorted(per_query.index, key=str):
-            row = per_query.loc[q].items()  # trec_eval -q: no num_q, gm_map per query
-            out += [
-                _trec_line(m, q, v, z) for m, v in row if trec_name(m) not in _ALL_ONLY
-            ]
+    if per_query is not None:  # trec_eval -q: no num_q, gm_map per query
+        kinds = {m: _kind(m) for m in per_query.columns}
+        keep = [m for m in per_query.columns if kinds[m][0] not in _ALL_ONLY]
+        values = [per_query[m].tolist() for m in keep]  # plain floats (and strings)
+        rows = sorted(range(len(per_query)), key=lambda i: str(per_query.index[i]))
+        for i in rows:
+            q = per_query.index[i]
+            out += [_trec_line(m, q, v[i], z, kinds[m]) for m, v in zip(keep, values)]
     out += [f"{'runid':<22}\tall\t{name}"] if runid else []
     if n is not None and "num_q" not in map(trec_name, means):
         out.append(
