@@ -899,8 +899,8 @@ def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
     trec = j.format == "trec" and j.report == "scores"
     if trec:  # trec_eval's runid line: the run's tag, not its file name
         table, baseline = tagged(table, j.runs, baseline)
-    if alone:  # only strings: trec_eval's lines, made below
-        r = Report(trec=[])
+    if alone or trec and j.convention == "trec_eval":  # trec_eval's lines, made below:
+        r = Report(trec=[])  # nothing compared, no table that would not be printed
     elif j.per_query:
         r = report(table, per_query=True)
     else:
