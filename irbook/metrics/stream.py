@@ -129,18 +129,39 @@ def _parsed(text, name, fast: bool, first) -> Columns | None:
         return parse_block(text, name, "run", line)  # raises, naming the line
 
 
+def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
+    """(number, `Columns`) of each block of `path` to score (those in `keys` if given);
+    `ahead`: the next one read and parsed in a thread while this one is scored."""
+    blocks = enumerate(query_blocks(path, size, lines=False))
+
+    def next_block():  # only one thread at a time reads `blocks`
+        for i, (text, _) in blocks:
+            if keys is not None and i not in keys:
+                continue
+            # line numbers are counted only for an error's message
+            lines = (t for t, _ in query_blocks(path, size, lines=False))
+            rc = _parsed(text, name, fast, lambda: _line_of(lines, i))
+            if rc is not None:
+                return i, rc
+        return None
+
+    if not ahead:
+        yield from iter(next_block, None)
+        return
+    from concurrent.futures import ThreadPoolExecutor  # pyarrow and numpy free the GIL
+
+    with ThreadPoolExecutor(1, thread_name_prefix="irbook-read") as pool:
+        job = pool.submit(next_block)
+        while (got := job.result()) is not None:  # a bad line raises here, in order
+            job = pool.submit(next_block)
+            yield got
+
+
 def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
     "Score `path` by batches (only those in `keys` if given); NotGrouped if unsorted."
     name = path if name is None else name  # the file named in messages (a pipe's copy)
     fast, many = _large(path), Path(path).stat().st_size > size
-    for i, (text, _) in enumerate(query_blocks(path, size, lines=False)):
-        if keys is not None and i not in keys:
-            continue
-        # line numbers are counted only for an error's message
-        blocks = (t for t, _ in query_blocks(path, size, lines=False))
-        rc = _parsed(text, name, fast, lambda: _line_of(blocks, i))
-        if rc is None:
-            continue
+    for i, rc in _blocks(path, size, keys, name, fast, ahead=many):
         # codes number a block's queries in order of first appearance: a code lower
         # than the one before is a query met again, and a file of more than one block
         # is spilled before anything is scored in vain (one block is scored as it is)
