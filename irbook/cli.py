@@ -165,10 +165,17 @@ def _whole(j: argparse.Namespace, got: dict, p) -> tuple:
     return got["dict"], run
 
 # %% ../nbs/api/cli.ipynb #a5f700a0
+def _trec_lines_only(j: argparse.Namespace) -> bool:
+    "True if the output is trec_eval's own lines (its convention and layout, scores)."
+    layout = getattr(j, "format", None), getattr(j, "report", "scores")  # plan: none
+    return layout == ("trec", "scores") and j.convention == "trec_eval"
+
+
 def _score(j: argparse.Namespace, got: dict, p) -> object:
     """One run file's scores (`j.report` 'scores'): per query, or its means; each
     metric under the name it was given (-l scores it at that relevance level)."""
-    kw = dict(per_query=not j.means_only, make_comparable=j.make_comparable)
+    per_query = "columns" if _trec_lines_only(j) else not j.means_only  # no pandas
+    kw = dict(per_query=per_query, make_comparable=j.make_comparable)
     kw.update(convention=j.convention)
     qrels, run = got["qrels"], p
     if j.engine == "dask":  # partitions scored by dask workers (appendix 08)
@@ -187,6 +194,8 @@ def _score(j: argparse.Namespace, got: dict, p) -> object:
     else:  # parquet, ranx's formats, -J, -M, or no memory limit: the whole run
         (qrels, run), kw["judged_only"] = _whole(j, got, p), j.judged_only
     out = evaluate(qrels, run, list(j.names), **kw)  # one entry point, three engines
+    if isinstance(out, tuple):  # (query ids, {metric: values}) for trec_eval's lines
+        return out[0], {j.names.get(m, m): v for m, v in out[1].items()}
     if isinstance(out, dict):
         return {j.names.get(m, m): v for m, v in out.items()}
     return out.rename(columns=j.names)
@@ -508,12 +517,21 @@ def tagged(
 ) -> tuple:
     """(`table` with each TREC run named by its tag if no names clash, the baseline's
     new name): a tuple."""
+    tags = _tag_names(paths)
+    if not tags:
+        return table, baseline
+    return table.rename(columns=tags, level=0), tags.get(baseline, baseline)
+
+
+def _tag_names(
+    paths: list,  # the run files
+) -> dict:
+    """{run name: its tag} of the TREC runs of `paths` (trec_eval's runid), or {} if two
+    runs would then share a name (their file names stay)."""
     text = [p for p in paths if Path(p).suffix not in (".parquet", ".lz4", ".json")]
     tags = {run_name(p): run_tag(p) or run_name(p) for p in text}
     names = [tags.get(run_name(p), run_name(p)) for p in paths]
-    if len(set(names)) < len(names):  # two runs with one tag: their file names stay
-        return table, baseline
-    return table.rename(columns=tags, level=0), tags.get(baseline, baseline)
+    return {} if len(set(names)) < len(names) else tags
 
 # %% ../nbs/api/cli.ipynb #3dd7f864
 def _not_with_judge(a: argparse.Namespace) -> str | None:
@@ -785,24 +803,25 @@ def _zscore(value: float, ref: tuple | None) -> float:
 
 
 def as_zscores(
-    x,  # one run's per-query scores (a DataFrame), queries as rows
-    metrics: list,  # the numeric columns to convert
+    qids: list,  # one run's query ids
+    x: dict,  # its per-query values, {metric: list} in the order of `qids`
+    metrics: list,  # the numeric ones to convert
     zscores: dict,  # read_zscores' {(qid, trec_eval's measure name): (mean, stddev)}
-):
+) -> dict:
     """`x` with `metrics`' values as trec_eval's -Z makes them before it sums them:
     gm_map's and gm_bpref's are z-scores of their logs (floored at 1e-5), num_q's are
-    left as they are (it counts the queries): a new DataFrame."""
+    left as they are (it counts the queries): a new dict."""
     from irbook.compare import trec_name
 
-    x = x.copy()
+    x = dict(x)
     for m in metrics:
         name = trec_name(m)
         if name == "num_q":
             continue
-        values = x[m].tolist()
+        values = list(x[m])
         if AGGREGATES.get(parse_metric(m)[0]) == "gmean":  # trec_eval holds the log
             values = [math.log(max(v, 1e-5)) for v in values]
-        pairs = zip(x.index, values)
+        pairs = zip(qids, values)
         x[m] = [_zscore(v, zscores.get((str(q), name))) for q, v in pairs]
     return x
 
@@ -823,35 +842,32 @@ def _in_trec_eval_order(metrics: list) -> list:
 
 
 def _trec_text(
-    table,  # per-query scores, columns (run, metric)
+    runs: dict,  # {run: (query ids, {metric: per-query values})}
     per_query: bool = False,  # -q: the per-query lines too
     runid: bool = True,  # the runid line
     num_rel: int | None = None,  # -c: trec_eval's num_rel summary (labels > 0)
     zscores: dict | None = None,  # -Z: read_zscores' reference, values as z-scores
 ) -> list:
-    """trec_eval's lines for a per-query table, as trec_eval 10 prints them: its
+    """trec_eval's lines for runs' per-query values, as trec_eval 10 prints them: its
     measures' order, the asked-for lines only, its 'all' lines summed as it sums
     them."""
-    from pandas.api.types import is_numeric_dtype
-
     from irbook.compare import trec_lines  # the layout's one home
 
-    order = sorted(table.index, key=lambda q: str(q).encode())  # strcmp: its order
     lines = []
-    for run in dict.fromkeys(table.columns.get_level_values(0)):
-        x = table[run].loc[order]
-        x = x[_in_trec_eval_order(list(x.columns))]
-        sums = [m for m in x.columns if is_numeric_dtype(x[m])]  # relstring: -q only
-        x = x if zscores is None else as_zscores(x, sums, zscores)  # before the sums
-        z = zscores is not None
-        totals = {m: _trec_eval_total(m, x[m].tolist(), z) for m in sums}
+    for run, (qids, cols) in runs.items():
+        order = sorted(range(len(qids)), key=lambda i: str(qids[i]).encode())  # strcmp
+        q, names = [qids[i] for i in order], _in_trec_eval_order(list(cols))
+        x = {m: np.asarray(cols[m])[order].tolist() for m in names}  # in its order
+        sums = [m for m in names if np.asarray(cols[m]).dtype.kind in "biuf"]
+        x = x if zscores is None else as_zscores(q, x, sums, zscores)  # before sums
+        z = zscores is not None  # relstring: -q only, no sum
+        totals = {m: _trec_eval_total(m, x[m], z) for m in sums}
         for m in sums:  # -c: every qrels label > 0, whatever -l (te_calc_avg_num_rel)
             if num_rel is not None and parse_metric(m)[0] == "num_rel":
                 totals[m] = float(num_rel)
-        means = [m for m in x.columns if AGGREGATES.get(parse_metric(m)[0]) == "gmean"]
-        lines_q = x.drop(columns=means) if per_query else None  # gm_map, gm_bpref: all
-        kw = dict(per_query=lines_q, runid=runid, z=z)
-        lines += trec_lines(run, totals, **kw)
+        means = [m for m in names if AGGREGATES.get(parse_metric(m)[0]) == "gmean"]
+        per = (q, {m: x[m] for m in names if m not in means}) if per_query else None
+        lines += trec_lines(run, totals, per_query=per, runid=runid, z=z)  # gm_: all
     return lines
 
 # %% ../nbs/api/cli.ipynb #a85dd78e
@@ -865,27 +881,24 @@ def _ranks_text(table, alpha: float) -> str:
         out.append(f"\n\nranks by {m}:\n{rank_report(ranks)}")
     return "".join(out)
 
-
-def _strings_apart(
-    results: dict,  # {run name: per-query DataFrame}
-) -> tuple:
-    """(the string columns (relstring) of every run as one (run, metric) table, or
-    None; the frames without them): trec_eval prints them, nothing compares them."""
-    from pandas.api.types import is_numeric_dtype
-
-    cols = {
-        n: [m for m in f.columns if not is_numeric_dtype(f[m])]
-        for n, f in results.items()
-    }
-    if not any(cols.values()):
-        return None, results
-    import pandas as pd  # loaded already, by the frames
-
-    parts = {n: f[cols[n]] for n, f in results.items()}
-    strings = pd.concat(parts, axis=1, names=["run", "metric"])
-    return strings, {n: f.drop(columns=cols[n]) for n, f in results.items()}
-
 # %% ../nbs/api/cli.ipynb #d06f6706
+def _trec_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
+    """The `Report` of trec_eval's lines for runs' per-query scores (tuples of query ids
+    and {metric: values}, or DataFrames): its sums, in its order, each TREC run under
+    its tag; no table is built, nothing compared, no pandas needed."""
+    tags, runs = _tag_names(j.runs), {}
+    for name, x in results.items():
+        if not isinstance(x, tuple):  # a DataFrame (dask's engine): its columns
+            x = list(x.index), {m: x[m].to_numpy() for m in x.columns}
+        runs[tags.get(name, name)] = x
+    qrels = got.get("qrels") if j.make_comparable else None
+    n_rel = None if qrels is None else int((qrels.values > 0).sum())
+    lines = _trec_text(runs, j.per_query, j.runid, n_rel, got.get("zscores"))  # -Z
+    if not j.summary:  # -n: no summary lines, the per-query ones only
+        lines = [line for line in lines if line.split("\t")[1:2] != ["all"]]
+    return Report(trec=lines)
+
+
 def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
     "The `Report` of runs' scores (or span scores): per query, compared, or means."
     from irbook.compare import compare, per_query_table, report
@@ -893,15 +906,13 @@ def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
     if j.means_only:  # one run's means: no table, no pandas
         name, means = next(iter(results.items()))
         return Report(data=means, text=_means_text(name, means), trec=[])
-    strings, results = _strings_apart(results)  # relstring: printed, not compared
-    alone = strings is not None and not any(len(f.columns) for f in results.values())
-    table, baseline = strings if alone else per_query_table(None, results), j.baseline
+    if _trec_lines_only(j):  # trec_eval's own lines: no table, nothing compared
+        return _trec_report(j, results, got)
+    table, baseline = per_query_table(None, results), j.baseline
     trec = j.format == "trec" and j.report == "scores"
     if trec:  # trec_eval's runid line: the run's tag, not its file name
         table, baseline = tagged(table, j.runs, baseline)
-    if alone or trec and j.convention == "trec_eval":  # trec_eval's lines, made below:
-        r = Report(trec=[])  # nothing compared, no table that would not be printed
-    elif j.per_query:
+    if j.per_query:
         r = report(table, per_query=True)
     else:
         c = compare(table, baseline, j.test, j.alpha)
@@ -911,16 +922,7 @@ def _scores_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
             r = _with_power(c, j.power, r.notes)
         if j.ranks:
             r.extra.append(_ranks_text(table, j.alpha))
-    if trec and j.convention == "trec_eval":  # its sums, in its order
-        if strings is not None and not alone:
-            import pandas as pd  # loaded already, by the table
-
-            table = pd.concat([table, tagged(strings, j.runs)[0]], axis=1)
-        qrels = got.get("qrels") if j.make_comparable else None
-        n_rel = None if qrels is None else int((qrels.values > 0).sum())
-        zscores = got.get("zscores")  # -Z
-        r.trec = _trec_text(table, j.per_query, j.runid, n_rel, zscores)
-    if trec and j.convention != "trec_eval":  # say whose numbers these are
+    if trec:  # say whose numbers these are
         r.notes.append(
             f"trec_eval's layout with {j.convention}'s numbers: add --convention "
             "trec_eval for trec_eval's"

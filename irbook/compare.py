@@ -486,7 +486,8 @@ def trec_lines(
     name: str,  # the run's name (trec_eval's runid)
     means: Mapping,  # {metric: mean} of the run
     n: int | None = None,  # number of queries (a num_q row), if known
-    per_query: pd.DataFrame | None = None,  # per-query scores: -q rows
+    per_query: pd.DataFrame | tuple | None = None,  # per-query scores: -q rows (or
+    # the tuple (query ids, {metric: values}), as `evaluate(per_query="columns")`)
     runid: bool = True,  # a runid line (trec_eval prints it when asked, as 'official')
     z: bool = False,  # trec_eval's -Z: its values are z-scores (Z-prefixed lines)
 ) -> list[str]:
@@ -494,12 +495,14 @@ def trec_lines(
     then the 'all' rows."""
     out = []
     if per_query is not None:  # trec_eval -q: no num_q, gm_map per query
-        kinds = {m: _kind(m) for m in per_query.columns}
-        keep = [m for m in per_query.columns if kinds[m][0] not in _ALL_ONLY]
-        values = [per_query[m].tolist() for m in keep]  # plain floats (and strings)
-        rows = sorted(range(len(per_query)), key=lambda i: str(per_query.index[i]))
-        for i in rows:
-            q = per_query.index[i]
+        qids, cols = per_query if isinstance(per_query, tuple) else (
+            list(per_query.index), {m: per_query[m] for m in per_query.columns}
+        )  # fmt: skip
+        kinds = {m: _kind(m) for m in cols}
+        keep = [m for m in cols if kinds[m][0] not in _ALL_ONLY]
+        values = [np.asarray(cols[m]).tolist() for m in keep]  # floats (and strings)
+        for i in sorted(range(len(qids)), key=lambda i: str(qids[i])):
+            q = qids[i]
             out += [_trec_line(m, q, v[i], z, kinds[m]) for m, v in zip(keep, values)]
     out += [f"{'runid':<22}\tall\t{name}"] if runid else []
     if n is not None and "num_q" not in map(trec_name, means):

@@ -83,3 +83,14 @@ def test_means_text_is_pandas_layout():
             table = pd.DataFrame(v, columns=cols, index=[f"q{i}" for i in range(5)])
             means = {m: float(compare(table).means().loc[name, m]) for m in ms}
             assert _means_text(name, means) == render(compare(table)), (name, ms)
+
+
+@pytest.mark.parametrize("flags", [[], ["-q"], ["-q", "-c", "-m", "all_trec"]])
+def test_trec_eval_layout_loads_no_pandas(tmp_path, flags):
+    "trec_eval's own lines (its convention and layout) are made without pandas."
+    q, r = small_files(tmp_path)
+    code = "from irbook.cli import main\n"
+    code += f"main(['eval', {q!r}, {r!r}, *{flags!r}, '--convention', 'trec_eval', "
+    code += "'--format', 'trec'])"
+    got = loaded(code, tmp_path)
+    assert not got & set(COURSE + HEAVY), got & set(COURSE + HEAVY)

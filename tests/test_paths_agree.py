@@ -380,3 +380,13 @@ def test_one_entry_point_takes_the_engine(tmp_path):
         M.evaluate(qrels, M.read_run(path), ms, memory=1)
     with pytest.raises(ValueError, match="judged_only"):
         M.evaluate(qrels, path, ms, engine="stream", judged_only=True)
+    # per_query="columns": the same values, as (query ids, {metric: array}), no pandas
+    pytest.importorskip("dask")
+    for engine, kw2 in [("memory", {}), ("stream", {"memory": 1}), ("dask", {})]:
+        run = M.read_run(path) if engine == "memory" else path
+        kw3 = dict(convention="trec_eval", engine=engine, **kw2)
+        qids, cols = M.evaluate(qrels, run, ms, per_query="columns", **kw3)
+        assert list(cols) == ms and sorted(qids) == sorted(want.index)
+        at = [qids.index(q) for q in want.index]
+        for m in ms:
+            assert np.array_equal(np.asarray(cols[m])[at], want[m].to_numpy()), m

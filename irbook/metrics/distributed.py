@@ -256,7 +256,8 @@ def evaluate_distributed(
     qrels: Mapping | Columns | str | Path,  # {q: {doc: label}}, Columns or a qrels file
     run: str | Path | list,  # a dataset (`to_partitions`) or run file(s)
     metrics: str | list,  # metric names ('ndcg@10', ...)
-    per_query: bool = False,  # a DataFrame of each query's scores instead of means
+    per_query: bool | str = False,  # a DataFrame of each query's scores; "columns":
+    # (query ids, {metric: array})
     make_comparable: bool = False,  # score every qrels query (one the run lacks: 0)
     convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
     scheduler: str | object | None = None,  # dask's: an address, a Client, a name, None
@@ -301,6 +302,8 @@ def evaluate_distributed(
     if timings is not None:
         timings.extend({k: v for k, v in p.items() if k != "frame"} for p in parts)
     table = pd.concat(frames).reindex(pd.Index(scored, name="query_id"))
+    if per_query == "columns":  # as the other engines give it
+        return list(table.index), {m: table[m].to_numpy() for m in table.columns}
     if per_query:
         return table
     out = {m: aggregate(m, table[m].to_numpy()) for m in table.columns}

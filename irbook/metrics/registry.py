@@ -1144,7 +1144,7 @@ def evaluate(
     qrels,  # judgments: a dict, DataFrame, `Columns`, ranx Qrels or a file
     run,  # the ranking to score, in any of those forms
     metrics: str | list,  # a name, a list, or 'official' (trec_eval's set)
-    per_query: bool = False,  # return each query's scores, not the means
+    per_query: bool | str = False,  # each query's scores; "columns": without pandas
     make_comparable: bool = False,  # score only the queries both sides hold
     convention: str = "ranx",  # 'ranx', 'trec_eval' (10) or 'pytrec_eval'
     judged_only: bool = False,  # drop unjudged documents first (trec_eval -J)
@@ -1156,7 +1156,8 @@ def evaluate(
 
     Returns what ranx returns: a float for one metric name, a dict {metric: mean}
     for a list; with `per_query=True` a DataFrame with one row per query and one
-    column per metric. Every name is checked before any work; queries that only one
+    column per metric (`per_query="columns"`: the tuple (query ids, {metric: array}),
+    no pandas imported). Every name is checked before any work; queries that only one
     side holds raise a `QueryMismatch` unless `make_comparable=True`. `engine` picks
     how: in memory (here), or a run file read a batch of queries at a time
     ('stream', `irbook.metrics.stream.evaluate_file`) or by dask workers ('dask',
@@ -1186,6 +1187,8 @@ def evaluate(
     if judged_only:
         r = drop_unjudged(r)
     scores = score_ranked(r, names)
+    if per_query == "columns":  # what a DataFrame would hold, without pandas
+        return list(r.query_ids), scores
     if per_query:
         import pandas as pd
 

@@ -557,7 +557,8 @@ def evaluate_file(
     qrels: Mapping | Columns,  # {q: {doc: label}}, or qrels `Columns`
     path: str | Path,  # a TREC run file (compressed or not)
     metrics: str | list,  # metric names ('ndcg@10', ...)
-    per_query: bool = False,  # a DataFrame of each query's scores instead of means
+    per_query: bool | str = False,  # a DataFrame of each query's scores; "columns":
+    # (query ids, {metric: array}), without pandas
     make_comparable: bool = False,  # score every qrels query (one the run lacks: 0)
     convention: str = "ranx",  # 'ranx', 'trec_eval' or 'pytrec_eval'
     memory: int = MEMORY,  # bytes a batch may use while it is scored
@@ -577,6 +578,8 @@ def evaluate_file(
     c, path = get_convention(convention), Path(path)
     with tempfile.TemporaryDirectory(prefix="irbook-run-", dir=tmp) as folder:
         cols, kept = _score_file(qc, path, names, c, make_comparable, memory, folder)
+    if per_query == "columns":  # what the DataFrame would hold, without pandas
+        return list(kept), cols
     if per_query:
         import pandas as pd
 
