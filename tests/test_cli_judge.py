@@ -1,23 +1,46 @@
-"""`irbook eval HUMAN_QRELS RUN... --judge JUDGE_QRELS`, end to end in a subprocess on
-small files: PPI++ intervals equal `irbook.ppi.judged_eval`'s, the human-judged
-questions are named, and bad combinations are one line on stderr with exit status 2."""
+"""`irbook eval HUMAN_QRELS RUN... --judge JUDGE_QRELS`, end to end on small files:
+PPI++ intervals equal `irbook.ppi.judged_eval`'s, the human-judged questions are named,
+and bad combinations are one line on stderr with exit status 2.
 
+The command runs in this process (`irbook.cli.main`, what the console script calls),
+except where reading standard input needs a process of its own: start-up, signals,
+pipes and exit codes of the process are tests/test_faults.py's and test_cli_pipes.py's.
+A Python warning counts as a line on stderr, as it would be in a process of its own."""
+
+import contextlib
+import io
 import json
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
 
+from irbook.cli import main
 from irbook.ppi import judged_eval
 
 CMD = [sys.executable, "-c", "from irbook.cli import command; command()"]
+# ignored by Python's default filters outside __main__ (`python -W` unset)
+_QUIET = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
 
 def irbook(*args):
-    p = subprocess.run([*CMD, *map(str, args)], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+    "(exit status, stdout, stderr) of `irbook ARGS`, run by `irbook.cli.main`."
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        warnings.simplefilter("default")
+        for kind in _QUIET:
+            warnings.simplefilter("ignore", kind)
+        status = main([str(a) for a in args])
+    for w in caught:  # what a process of its own would have printed on stderr
+        err.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
+    return status, out.getvalue(), err.getvalue()
 
 
 def _qrels_file(path, qrels):
