@@ -17,6 +17,9 @@ from irbook.labelling import (
     judge_plan,
     label_next,
     label_probabilities,
+    simulate_active,
+    simulate_plan,
+    simulate_strata,
     stratified_ppi,
 )
 from irbook.power import n_for
@@ -307,3 +310,72 @@ def test_stratified_refuses_bad_input():
         stratified_ppi([], [], [0.5], [], ["a"])
     with pytest.raises(ValueError, match="alpha"):
         stratified_ppi(y, f, [0.5], list("aabb"), ["a"], alpha=0)
+
+
+# (e) what api/labelling's page checks, kept in `make test` while the page's Monte
+# Carlo tables are `make test-slow`'s and the book's (issue 37) ------------------------
+
+
+def test_a_constant_judge_gives_the_mean_of_y_with_students_t():
+    # uniform draws and a judge that says nothing: the estimate is the mean of the
+    # labels, the half-width Student's t (4 df) times the two-part standard error
+    y = np.array([0.2, 0.9, 0.4, 0.7, 0.1])
+    iv = active_interval(y, np.full(100, 0.5), [3, 8, 1, 50, 7], np.full(5, 0.01))
+    assert iv.estimate == pytest.approx(y.mean(), abs=1e-12)
+    se = np.sqrt(y.var(ddof=1) / 5 + (np.mean(y**2) - y.mean() ** 2) / 100)
+    assert iv.high - iv.estimate == pytest.approx(2.776445 * se, abs=1e-5)
+    assert iv.estimate - iv.low == pytest.approx(iv.high - iv.estimate, abs=1e-12)
+
+
+def test_stratified_estimate_is_the_share_weighted_sum_of_its_strata():
+    rng = np.random.default_rng(12)
+    y = rng.random(12)
+    f = np.clip(y + rng.normal(0, 0.1, 12), 0, 1)
+    f_u = rng.random(12)
+    kind_l = np.array(["a"] * 5 + ["b"] * 7)
+    kind_u = np.array(["a"] * 5 + ["b"] * 7)
+    s = stratified_ppi(y, f, f_u, kind_l, kind_u)
+    assert (s.n, s.N, s.method) == (12, 24, "stratified ppi++")
+    each = [
+        stratified_ppi(y[kind_l == k], f[kind_l == k], f_u[kind_u == k],
+                       kind_l[kind_l == k], kind_u[kind_u == k]).estimate
+        for k in ("a", "b")
+    ]  # fmt: skip
+    assert s.estimate == pytest.approx(10 / 24 * each[0] + 14 / 24 * each[1], abs=1e-12)
+    # a judge that says nothing (lambda 0): each stratum is its human mean
+    c = stratified_ppi(y, np.full(12, 0.5), np.full(12, 0.5), kind_l, kind_u)
+    means = [y[kind_l == k].mean() for k in ("a", "b")]
+    assert c.estimate == pytest.approx(10 / 24 * means[0] + 14 / 24 * means[1])
+
+
+def test_judge_plan_reports_its_pilot():
+    rng = np.random.default_rng(3)
+    d_human = np.clip(rng.normal(0.04, 0.2, 1000), -1, 1)
+    d_judge = np.clip(d_human + rng.normal(0, 0.1, 1000), -1, 1)
+    plan = judge_plan(d_human[:40], d_judge[:40], d_judge[40:], diff=0.03)
+    assert (plan.pilot, plan.N) == (40, 1000)
+    assert plan.rho == pytest.approx(np.corrcoef(d_human[:40], d_judge[:40])[0, 1])
+    assert 0.8 < plan.rho < 0.95 and plan.n_ppi < 0.45 * plan.n_human
+
+
+@pytest.mark.parametrize(
+    "simulate, kw, columns",
+    [
+        (simulate_active, dict(ns=(10, 25), sets=3, draws=3),
+         ["n", "coverage", "coverage_ppi", "width", "width_uniform", "width_ppi",
+          "bias"]),
+        (simulate_plan, dict(noises=(0.25, 0.06), pilots=5, studies=10),
+         ["noise", "rho", "n_human", "n_ppi", "saved", "power_human", "power_ppi",
+          "pilot_n_ppi", "power_pilot"]),
+        (simulate_strata, dict(ns=(10, 20), draws=5),
+         ["n", "coverage", "coverage_ppi", "width", "width_ppi", "ratio"]),
+    ],
+)  # fmt: skip
+def test_the_page_simulations_run_small_and_are_seeded(simulate, kw, columns):
+    "The page's simulations at full size are `make test-slow`'s (api/labelling)."
+    t = simulate(**kw)
+    assert list(t.columns) == columns and len(t) == 2
+    rates = t[[c for c in columns if c.startswith(("coverage", "power"))]]
+    assert ((rates >= 0) & (rates <= 1)).all().all(), rates
+    pd.testing.assert_frame_equal(t, simulate(**kw))
+    assert not t.equals(simulate(**kw, seed=1))
