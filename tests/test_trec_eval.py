@@ -13,6 +13,8 @@ strings (form_res_rels.c).
 """
 
 import contextlib
+import copy
+import functools
 import io
 import math
 import os
@@ -193,7 +195,13 @@ def case(draw):
 
 
 def collect_cases(n: int) -> list:
-    "n hypothesis cases (derandomized), gathered to be written into one pair of files."
+    """n hypothesis cases (derandomized), gathered to be written into one pair of files:
+    drawn once per process (test_unjudged.py asks for the same), a copy each call."""
+    return copy.deepcopy(_collect_cases(n))
+
+
+@functools.cache
+def _collect_cases(n: int) -> list:
     cases = []
 
     @settings(max_examples=n, database=None, **HSET)
