@@ -75,8 +75,14 @@ def test_every_loader_downloads_verifies_and_loads(network):
     assert len(D.load_benchmark()["questions"]) == 191
     assert len(D.load_fts_keywords()) == 191
     qrels = D.load_jqara_qrels()
+    # the 39 runs share one loader: two are read here (ranx, ~0.2 s a run); every one
+    # is downloaded and verified below; all 39 are read by make test-slow's test_jqara
+    loaded = ("bm25", D.JQARA_RUNS[-1])
     for name in D.JQARA_RUNS:
-        assert set(D.load_jqara_run(name).keys()) == set(qrels.keys()), name
+        if name in loaded:
+            assert set(D.load_jqara_run(name).keys()) == set(qrels.keys()), name
+        else:
+            assert D.fetch(f"jqara/runs/{name}.lz4").is_file(), name
     assert len(D.load_jqara_leaderboard()) == 37
     assert D.load_jsquad()["data"]
     # each file came over the wire once, from its public path, and sits verified in the
