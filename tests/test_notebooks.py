@@ -39,9 +39,6 @@ HEAVY = {
     # interval coverage of irbook against ppi-python over 32 settings x 500 draws; the
     # intervals' coverage is tests/test_coverage.py's and api/ppi's hidden tests'
     "26_judge_assisted",
-    # coverage, width and power tables of active draws, judge plans and strata (~12 s);
-    # the page's unit checks, and its simulations run small, are test_labelling.py's
-    "labelling",
 }
 
 
