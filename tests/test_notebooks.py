@@ -39,6 +39,9 @@ HEAVY = {
     # interval coverage of irbook against ppi-python over 32 settings x 500 draws; the
     # intervals' coverage is tests/test_coverage.py's and api/ppi's hidden tests'
     "26_judge_assisted",
+    # its coverage, width and power tables (~12 s of CPU); its unit checks are
+    # tests/test_labelling.py's
+    "labelling",
 }
 
 
