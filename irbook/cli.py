@@ -29,6 +29,7 @@ from irbook.metrics import (
     read_run,
     run_tag,
 )
+from .metrics.io import arrow_signals
 from irbook.metrics.registry import (
     AGGREGATES,
     ALL_TREC,
@@ -1360,6 +1361,7 @@ def command():
     for s in _STOPS:  # a signal ignored by the caller (nohup, `cmd &`) stays ignored
         if signal.getsignal(getattr(signal, s)) != signal.SIG_IGN:
             signal.signal(getattr(signal, s), _stop)
+    arrow_signals(False)  # ours, not pyarrow's: it lost a signal between two reads
     try:
         status = main()
         if _STOPPED:  # its exception was lost on the way: the run went on to its end

@@ -86,7 +86,7 @@ def test_signal_mid_run(tmp_path, sig):
     t0 = time.monotonic()  # mid-run: once its spill folder exists
     while not any((tmp_path / "tmp").iterdir()) and time.monotonic() - t0 < 20:
         time.sleep(0.02)
-    time.sleep(0.05)  # the spill now takes about a second: signal early in it
+    time.sleep(0.3)
     assert p.poll() is None, "the run ended before the signal: make it bigger"
     p.send_signal(sig)
     out, err = p.communicate(timeout=30)

@@ -25,8 +25,8 @@ from irbook.metrics.columns import (
 )
 
 # %% auto #0
-__all__ = ['SMALL_FILE', 'compression_of', 'file_stamp', 'file_changed', 'read_bytes', 'memory_pool', 'read_columns',
-           'read_blocks', 'parse_block', 'run_tag', 'read_qrels', 'read_run']
+__all__ = ['SMALL_FILE', 'ARROW_SIGNALS', 'compression_of', 'file_stamp', 'file_changed', 'read_bytes', 'arrow_signals',
+           'memory_pool', 'read_columns', 'read_blocks', 'parse_block', 'run_tag', 'read_qrels', 'read_run']
 
 # %% ../../nbs/api/metrics_io.ipynb #1f53ab26
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
@@ -279,11 +279,27 @@ def _fast(data: bytes, kind: str, fast: bool | None = None) -> Columns | None:
     return _fast_columns(data, kind) if fast else None
 
 
+ARROW_SIGNALS = True  # pyarrow's own handlers during a long read (`arrow_signals`)
+
+
+def arrow_signals(
+    enable: bool,  # False: pyarrow sets no signal handler of its own while it reads
+):
+    """Let pyarrow set its temporary SIGINT handler while it reads (its default), or
+    not: the `irbook` command handles its signals itself, and a signal that came as
+    pyarrow put back the handler it had replaced was lost with it (the run went on)."""
+    global ARROW_SIGNALS
+    ARROW_SIGNALS = enable
+    if "pyarrow" in sys.modules:  # imported already: now; else when it is (below)
+        sys.modules["pyarrow"].enable_signal_handlers(enable)
+
+
 @cache
 def memory_pool():
     "pyarrow's jemalloc memory pool, else the system's: they give back what is freed."
     import pyarrow as pa
 
+    pa.enable_signal_handlers(ARROW_SIGNALS)  # the first use of pyarrow to read
     # its default, mimalloc, kept 40-60 MB more on a streamed MS MARCO run (bench/
     # streaming.py): freed pages stay with the threads of the CSV reader
     try:

@@ -132,7 +132,8 @@ def _parsed(text, name, fast: bool, first) -> Columns | None:
 def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
     """(number, `Columns`) of each block of `path` to score (those in `keys` if given);
     `ahead`: the next one read and parsed in a thread while this one is scored."""
-    blocks = enumerate(query_blocks(path, size, lines=False))
+    texts = query_blocks(path, size, lines=False)
+    blocks = enumerate(texts)
 
     def next_block():  # only one thread at a time reads `blocks`
         for i, (text, _) in blocks:
@@ -146,32 +147,44 @@ def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
         return None
 
     if not ahead:
-        yield from iter(next_block, None)
+        try:
+            yield from iter(next_block, None)
+        finally:  # the file closed here, not by the garbage collector (where a
+            texts.close()  # signal's exception would be lost)
         return
     from concurrent.futures import ThreadPoolExecutor  # pyarrow and numpy free the GIL
 
-    with ThreadPoolExecutor(1, thread_name_prefix="irbook-read") as pool:
+    pool = ThreadPoolExecutor(1, thread_name_prefix="irbook-read")
+    try:
         job = pool.submit(next_block)
         while (got := job.result()) is not None:  # a bad line raises here, in order
             job = pool.submit(next_block)
             yield got
+    finally:  # done, or stopped (an error, a signal, a query met again): the block
+        pool.shutdown(cancel_futures=True)  # being read is finished, no other begun
+        texts.close()
 
 
 def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
     "Score `path` by batches (only those in `keys` if given); NotGrouped if unsorted."
     name = path if name is None else name  # the file named in messages (a pipe's copy)
     fast, many = _large(path), Path(path).stat().st_size > size
-    for i, rc in _blocks(path, size, keys, name, fast, ahead=many):
-        # codes number a block's queries in order of first appearance: a code lower
-        # than the one before is a query met again, and a file of more than one block
-        # is spilled before anything is scored in vain (one block is scored as it is)
-        if keys is None and many and (rc.qcode[1:] < rc.qcode[:-1]).any():
-            raise NotGrouped(name)
-        qids = rc.qids.tolist()  # Python's str: hashed at once
-        if keys is None and any(q in seen for q in qids):  # or in an earlier block
-            raise NotGrouped(name)
-        seen.update(dict.fromkeys(qids))
-        score(i, rc)
+    blocks = _blocks(path, size, keys, name, fast, ahead=many)
+    try:
+        for i, rc in blocks:
+            # codes number a block's queries in order of first appearance: a code
+            # lower than the one before is a query met again, and a file of more than
+            # one block is spilled before anything is scored in vain (one block is
+            # scored as it is)
+            if keys is None and many and (rc.qcode[1:] < rc.qcode[:-1]).any():
+                raise NotGrouped(name)
+            qids = rc.qids.tolist()  # Python's str: hashed at once
+            if keys is None and any(q in seen for q in qids):  # or in an earlier block
+                raise NotGrouped(name)
+            seen.update(dict.fromkeys(qids))
+            score(i, rc)
+    finally:  # a query met again ends the pass: its reader stops at once
+        blocks.close()
 
 
 def _large(path) -> bool:
