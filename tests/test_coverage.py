@@ -16,7 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from irbook.ppi import human_interval, judge_coverage, judge_values, ppi_paired
+from irbook.ppi import (
+    JUDGES,
+    human_interval,
+    judge_coverage,
+    judge_values,
+    ppi_paired,
+)
 from irbook.stats import POPULATIONS, coverage, diff_interval, mean_interval
 
 DRAWS = 1000
@@ -34,6 +40,17 @@ def test_ppi_plus_plus_holds_its_level(pop, kind, n):
     cov, width, zero = ppi_coverage(pop, kind, n)
     assert cov >= (0.92 if n >= 25 else 0.90), (pop, kind, n, cov, width)
     assert zero == 0, "a zero-width interval from data with variation"
+
+
+def test_classic_ppi_falls_short_on_the_binary_metric():
+    """api/ppi's claim (its table of 400 draws a cell, the same seeds): classic PPI
+    (lambda = 1) trusts a biased or useless judge fully and covers less than 0.935
+    somewhere on the binary metric, while it holds on the graded one."""
+    ns = (10, 25, 50)
+    bad = [ppi_coverage("binary", k, n, "ppi", 400)[0] for k in ("biased", "useless")
+           for n in ns]  # fmt: skip
+    graded = [ppi_coverage("graded", k, n, "ppi", 400)[0] for k in JUDGES for n in ns]
+    assert min(bad) < 0.935 <= min(graded), (bad, graded)
 
 
 def test_a_good_judge_narrows_the_interval():
