@@ -476,6 +476,8 @@ def _trec_line(measure: str, qid, value, z: bool = False, kind=None) -> str:
     name, counts = kind or _kind(measure)
     if isinstance(value, str):  # relstring: trec_eval quotes it, with no Z
         return f"{name:<22}\t{qid}\t'{value}'"
+    if value != value:  # 0 / 0 (trec_eval -J on an emptied ranking): as C prints it
+        return f"{'Z' * z}{name:<22}\t{qid}\t{'-nan':>6}"
     if z:
         return f"Z{name:<22}\t{qid}\t{value:6.4f}"
     text = f"{int(value)}" if counts and value == int(value) else f"{value:6.4f}"

@@ -47,6 +47,8 @@ class Ranked:
     qrels_at: np.ndarray | None = None
     # (n_q, m) float64: each query's qrels labels in the qrels' line order (nan: pad)
     lines: np.ndarray | None = None
+    # (n_q,) bool, set by `drop_unjudged`: the query's ranking is empty after -J
+    emptied: np.ndarray | None = None
 
     def __post_init__(self):
         if self.pooled is None:

@@ -904,7 +904,7 @@ def drop_unjudged(
     if ids is not None:
         ids = np.where(real, np.take_along_axis(ids, order, 1), None)
     pooled = np.zeros_like(real)  # a pooled doc is unjudged: dropped too
-    kept = {}
+    kept = {"emptied": ~keep.any(1)}  # nothing judged retrieved: trec_eval's 0 / 0
     for key, fill in (("scores", np.nan), ("qrels_at", -1)):
         if getattr(r, key) is not None:
             a = np.take_along_axis(getattr(r, key), order, 1)
@@ -1109,8 +1109,21 @@ def score_ranked(
             views[key] = with_options(r, *key)
         name, param, lvl = spec
         dtype = object if MEASURES[name].kind == "strings" else np.float64
-        out[m] = np.asarray(MEASURES[name].fn(views[key], param, rel_lvl=lvl), dtype)
+        v = np.asarray(MEASURES[name].fn(views[key], param, rel_lvl=lvl), dtype)
+        out[m] = _zero_by_zero(views[key], name, param, lvl, v)
     return out
+
+
+def _zero_by_zero(r: Ranked, name: str, param, lvl: int, values: np.ndarray):
+    """`values` with trec_eval 10's 0 / 0 (nan, printed -nan) where -J emptied a
+    ranking: iprec_at_recall at a level whose count of relevant docs rounds to 0 (and
+    11pt_avg, which adds such a level up), as m_iprec_at_recall.c divides by no docs."""
+    if r.emptied is None or name not in ("iprec_at_recall", "11pt_avg"):
+        return values
+    if r.convention.name != "trec_eval":  # ranx has no such measure; pytrec_eval: 9's
+        return values
+    x = param if name == "iprec_at_recall" else min(np.atleast_1d(param or 0.0))
+    return np.where(r.emptied & (x * r.n_rel(lvl) < 0.5), np.nan, values)
 
 
 def ranked_inputs(
