@@ -885,13 +885,10 @@ def _ranks_text(table, alpha: float) -> str:
 # %% ../nbs/api/cli.ipynb #d06f6706
 def _trec_report(j: argparse.Namespace, results: dict, got: dict) -> Report:
     """The `Report` of trec_eval's lines for runs' per-query scores (tuples of query ids
-    and {metric: values}, or DataFrames): its sums, in its order, each TREC run under
-    its tag; no table is built, nothing compared, no pandas needed."""
-    tags, runs = _tag_names(j.runs), {}
-    for name, x in results.items():
-        if not isinstance(x, tuple):  # a DataFrame (dask's engine): its columns
-            x = list(x.index), {m: x[m].to_numpy() for m in x.columns}
-        runs[tags.get(name, name)] = x
+    and {metric: values}, as every engine gives them): its sums, in its order, each
+    TREC run under its tag; no table is built, nothing compared, no pandas needed."""
+    tags = _tag_names(j.runs)
+    runs = {tags.get(name, name): x for name, x in results.items()}
     qrels = got.get("qrels") if j.make_comparable else None
     n_rel = None if qrels is None else int((qrels.values > 0).sum())
     lines = _trec_text(runs, j.per_query, j.runid, n_rel, got.get("zscores"))  # -Z

@@ -390,3 +390,5 @@ def test_one_entry_point_takes_the_engine(tmp_path):
         at = [qids.index(q) for q in want.index]
         for m in ms:
             assert np.array_equal(np.asarray(cols[m])[at], want[m].to_numpy()), m
+    with pytest.raises(ValueError, match="per_query is True, False or"):
+        M.evaluate(qrels, M.read_run(path), ms, per_query="dict")

@@ -1176,6 +1176,8 @@ def evaluate(
     ('stream', `irbook.metrics.stream.evaluate_file`) or by dask workers ('dask',
     `irbook.metrics.distributed.evaluate_distributed`); every engine gives the same
     numbers."""
+    if per_query not in (True, False, "columns"):  # not read as True in silence
+        raise ValueError(f'per_query is True, False or "columns", got {per_query!r}')
     if isinstance(qrels, Path) or isinstance(qrels, str) and Path(qrels).is_file():
         qrels = read_columns(qrels, "qrels")  # a file, read whole (another str: an id)
     if engine != "memory":
