@@ -20,7 +20,7 @@ EVALUATOR = [
     ["core"],
     ["metrics.ranx_compat", "metrics.columns", "metrics.io", "metrics.conventions"],
     ["metrics.join", "metrics.registry"],
-    ["metrics.sets", "metrics.rank", "metrics.trec"],
+    ["metrics.sets", "metrics.rank", "metrics.trec", "metrics.positions"],
     ["metrics.graded", "metrics.stream", "metrics.distributed", "metrics", "unjudged"],
     ["stats", "power", "figures", "compare", "ppi"],
     ["ranking", "labelling", "spans"],

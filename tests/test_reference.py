@@ -28,6 +28,7 @@ MODULES = {
     "metrics_join": "irbook.metrics.join",
     "metrics_registry": "irbook.metrics.registry",
     "metrics_stream": "irbook.metrics.stream",
+    "metrics_positions": "irbook.metrics.positions",
     "metrics_distributed": "irbook.metrics.distributed",
     "stats": "irbook.stats",
     "compare": "irbook.compare",

@@ -8,6 +8,8 @@ The engine, lowest layer first (appendix chapter `08_engine`, except where noted
   rule, metric details
 - `join`: qrels and run joined into one `Joined` record, then `Ranked`, the input of
   every metric
+- `positions`: `Positions`, a batch as the ranks of its judged documents only, from
+  which the stream engine scores the measures that read nothing else
 - `registry` (chapter 1): metric names (ranx's and trec_eval's), `register`,
   `parse_metric`, `evaluate`, `OFFICIAL`
 The metrics, one module per chapter of Part I:
@@ -29,6 +31,7 @@ from .conventions import *  # noqa: F403
 from .graded import *  # noqa: F403
 from .io import *  # noqa: F403
 from .join import *  # noqa: F403
+from .positions import *  # noqa: F403
 from .rank import *  # noqa: F403
 from .ranx_compat import numba_argsort, ranx_order  # noqa: F401
 from .registry import *  # noqa: F403
