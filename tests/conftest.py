@@ -45,12 +45,29 @@ TREC_EVAL_SRC = Path(
 
 @pytest.fixture(scope="session")
 def trec_eval(tmp_path_factory):
-    "Path of a trec_eval binary built once per session in a copy of its source."
+    """Path of a trec_eval binary built once per session in a copy of its source.
+
+    Under pytest-xdist the workers share one build (about 3 s of compiling each): the
+    first to need it builds it in the session's common temporary folder under a lock,
+    the others wait for it and use it."""
     if not (TREC_EVAL_SRC / "Makefile").exists():
         pytest.skip(f"no trec_eval source at {TREC_EVAL_SRC}")
     if not (shutil.which("cc") or shutil.which("gcc")) or not shutil.which("make"):
         pytest.skip("no C compiler or make to build trec_eval")
-    build = tmp_path_factory.mktemp("trec_eval") / "src"
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # one process: its own folder
+        return _build_trec_eval(tmp_path_factory.mktemp("trec_eval"))
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent  # one per session, for all workers
+    with FileLock(shared / "trec_eval.lock"):
+        binary = shared / "trec_eval" / "src" / "trec_eval"
+        return binary if binary.exists() else _build_trec_eval(binary.parents[1])
+
+
+def _build_trec_eval(folder: Path) -> Path:
+    "Build trec_eval in `folder`/src; the binary appears only once the build succeeded."
+    build = folder / "src"
+    shutil.rmtree(build, ignore_errors=True)  # a build a failed worker left half done
     shutil.copytree(TREC_EVAL_SRC, build)
     subprocess.run(["make", "-s"], cwd=build, check=True, capture_output=True)
     return build / "trec_eval"
