@@ -594,6 +594,10 @@ def main():
     out = []
     with tempfile.TemporaryDirectory(prefix="irbook-msmarco-") as tmp:
         env = dict(os.environ, PYTHONWARNINGS="ignore", NUMBA_CACHE_DIR=f"{tmp}/numba")
+        # the warm-up writes each Python tool's .pyc files, as `pip install` does: a
+        # machine that sets PYTHONDONTWRITEBYTECODE would compile irbook's modules
+        # (an editable install) from source in every timed process
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         if "trec_eval" in tools:
             binary = build_trec_eval(Path(a.trec_eval_src), Path(tmp))
             if binary is None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,9 +25,13 @@ from irbook.metrics.columns import (
     table_columns,
 )
 
+if TYPE_CHECKING:  # annotations only: pyarrow is imported where it is used
+    import pyarrow as pa
+
 # %% auto #0
 __all__ = ['SMALL_FILE', 'ARROW_SIGNALS', 'compression_of', 'file_stamp', 'file_changed', 'read_bytes', 'arrow_signals',
-           'memory_pool', 'read_columns', 'read_blocks', 'parse_block', 'run_tag', 'read_qrels', 'read_run']
+           'memory_pool', 'fast_table', 'table_checked', 'read_columns', 'read_blocks', 'parse_block', 'run_tag',
+           'read_qrels', 'read_run']
 
 # %% ../../nbs/api/metrics_io.ipynb #1f53ab26
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
@@ -310,6 +315,16 @@ def memory_pool():
 
 def _fast_columns(data: bytes, kind: str) -> Columns | None:
     "Columns of a regular TREC file, by pyarrow's parallel CSV parser; None if unusual."
+    t = fast_table(data, kind)
+    return None if t is None else table_checked(t, kind)
+
+
+def fast_table(
+    data: bytes,  # whole lines of a TREC qrels or run
+    kind: str,  # 'qrels' or 'run'
+) -> pa.Table | None:
+    """The fields of `data` as pyarrow parses them (in its own threads), or None if
+    `data` is not regular; `table_checked` makes them `Columns`."""
     import pyarrow as pa  # imported on use: only the columnar reader needs it
     import pyarrow.csv as csv
 
@@ -343,6 +358,15 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
         )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # a line with more or fewer fields, a bad value, bad UTF-8...
+    return t
+
+
+def table_checked(
+    t: pa.Table,  # `fast_table`'s fields
+    kind: str,  # 'qrels' or 'run'
+) -> Columns | None:
+    "`Columns` of `fast_table`'s fields, checked; None if a line is unusual."
+    col, types = _TREC[kind][3], t.column_names
     if not t.num_rows or any(t.column(n).null_count for n in types):
         return None  # a missing value: an empty field where a number belongs
     if any(_has_empty(t.column(n)) for n in types if n != f"f{col}"):

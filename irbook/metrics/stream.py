@@ -22,11 +22,13 @@ from .conventions import get_convention
 from irbook.metrics.io import (
     SMALL_FILE,
     compression_of,
+    fast_table,
     file_changed,
     file_stamp,
     memory_pool,
     parse_block,
     read_blocks,
+    table_checked,
 )
 from .join import Joined, apply_query_rule, to_ranked
 from .positions import positions_ok, score_positions, to_positions
@@ -67,6 +69,10 @@ def _tail(data: bytes, end: int) -> int:
     last = None
     while end > 0:
         start = data.rfind(b"\n", 0, end - 1) + 1  # the line data[start:end]
+        if last is not None and data.startswith(last, start):  # quick: the same query
+            if data[start + len(last) : start + len(last) + 1].isspace():  # if a field
+                end = start  # ends there (1000 lines a query: a split each is slow)
+                continue
         f = data[start:end].split(None, 1)  # any run of whitespace, as the line reader
         if f and not f[0].startswith(b"#"):  # a data line (not blank, no comment)
             if last is None:
@@ -132,24 +138,30 @@ def _parsed(text, name, fast: bool, first) -> Columns | None:
 
 def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
     """(number, `Columns`) of each block of `path` to score (those in `keys` if given);
-    `ahead`: the next one read and parsed in a thread while this one is scored."""
+    `ahead`: the next one read and parsed by pyarrow in a thread while this one is
+    checked and scored."""
     texts = query_blocks(path, size, lines=False)
     blocks = enumerate(texts)
 
-    def next_block():  # only one thread at a time reads `blocks`
+    def next_text():  # only one thread at a time reads `blocks`
         for i, (text, _) in blocks:
-            if keys is not None and i not in keys:
-                continue
-            # line numbers are counted only for an error's message
-            lines = (t for t, _ in query_blocks(path, size, lines=False))
-            rc = _parsed(text, name, fast, lambda: _line_of(lines, i))
-            if rc is not None:
-                return i, rc
+            if keys is None or i in keys:
+                # pyarrow's fields (a large file's regular block): in its own threads
+                return i, text, fast_table(text, "run") if fast else None
         return None
+
+    def columns(i, text, table):  # checked `Columns` (None: comments only)
+        rc = None if table is None else table_checked(table, "run")
+        if rc is None:  # not regular: the line reader, line numbers only for an error
+            lines = (t for t, _ in query_blocks(path, size, lines=False))
+            rc = _parsed(text, name, False, lambda: _line_of(lines, i))
+        return rc
 
     if not ahead:
         try:
-            yield from iter(next_block, None)
+            for got in iter(next_text, None):
+                if (rc := columns(*got)) is not None:
+                    yield got[0], rc
         finally:  # the file closed here, not by the garbage collector (where a
             texts.close()  # signal's exception would be lost)
         return
@@ -157,10 +169,11 @@ def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="irbook-read")
     try:
-        job = pool.submit(next_block)
-        while (got := job.result()) is not None:  # a bad line raises here, in order
-            job = pool.submit(next_block)
-            yield got
+        job = pool.submit(next_text)
+        while (got := job.result()) is not None:
+            job = pool.submit(next_text)  # the next block parsed while this one is
+            if (rc := columns(*got)) is not None:  # checked (a bad line raises here,
+                yield got[0], rc  # in order) and scored
     finally:  # done, or stopped (an error, a signal, a query met again): the block
         pool.shutdown(cancel_futures=True)  # being read is finished, no other begun
         texts.close()
