@@ -66,19 +66,22 @@ class Positions:
         )  # fmt: skip
 
 # %% ../../nbs/api/metrics_positions.ipynb #1cabe20f
-def _out_of_order(key, lab, starts) -> np.ndarray:
+def _classes(rlab: np.ndarray) -> np.ndarray:
+    "What `to_ranked` tells apart in a tie: the label, pooled (-1) or outside (-3)."
+    return np.where(rlab >= 0, rlab, np.where(rlab == ABSENT, -3.0, -1.0))
+
+
+def _out_of_order(key, rlab, starts) -> np.ndarray:
     """(n_q,) bool: the rankings whose `key` (flat, query by query) rises somewhere,
-    or where two tied neighbours differ in `lab`: those the convention orders anew."""
-    nq = len(starts) - 1
-    if len(key) < 2:
-        return np.zeros(nq, bool)
-    same_q = np.ones(len(key) - 1, bool)
-    ends = starts[(starts > 0) & (starts < len(key))]  # where a query's rows begin
-    same_q[ends - 1] = False  # not the pair across it
-    bad = (key[1:] > key[:-1]) | ((key[1:] == key[:-1]) & (lab[1:] != lab[:-1]))
-    pairs = np.flatnonzero(bad & same_q)
-    out = np.zeros(nq, bool)
-    out[np.searchsorted(starts, pairs, side="right") - 1] = True
+    or where two tied neighbours differ in class (`_classes` of `rlab`): those the
+    convention orders anew."""
+    out = np.zeros(len(starts) - 1, bool)
+    pairs = np.flatnonzero(key[1:] >= key[:-1])  # a rise or a tie: few, one pass
+    pairs = pairs[~np.isin(pairs + 1, starts)]  # not the pair across a query's start
+    a, b = pairs, pairs + 1
+    tied = key[b] == key[a]
+    bad = ~tied | (_classes(rlab[b]) != _classes(rlab[a]))
+    out[np.searchsorted(starts, pairs[bad], side="right") - 1] = True
     return out
 
 # %% ../../nbs/api/metrics_positions.ipynb #2527b50d
@@ -96,19 +99,18 @@ def to_positions(
     rl = np.asarray(j.n_retrieved, np.int64)
     starts = np.r_[0, np.cumsum(rl)]
     sc = np.asarray(j.scores, np.float64)
-    key = sc if c.score_dtype is None else sc.astype(c.score_dtype)
-    rlab = j.retrieved_labels  # the classes `to_ranked` orders by: label, pooled, none
-    cls = np.where(rlab >= 0, rlab, np.where(rlab == ABSENT, -3.0, -1.0))
+    key = sc if c.score_dtype is None else sc.astype(c.score_dtype, copy=False)
+    rlab = j.retrieved_labels
     at = np.flatnonzero(rlab >= 0)  # judged (label >= 0)
-    query = np.repeat(np.arange(len(rl)), rl)[at]
+    query = np.searchsorted(starts, at, side="right") - 1
     rank = at - starts[query]  # its rank if the file's order is the convention's
     redo = np.zeros(len(rl), bool)
     if c.score_dtype is not None or passes:  # else a ranx Run: its order is ranx's
-        redo = _out_of_order(key, cls, starts)
+        redo = _out_of_order(key, rlab, starts)
     if redo.any():  # those rankings ordered as `to_ranked` orders them
         rows = np.flatnonzero(np.repeat(redo, rl))  # their rows, end to end
         n = rl[redo]
-        labs = pad_rows(n, cls[rows], -2.0, np.float64)
+        labs = pad_rows(n, _classes(rlab[rows]), -2.0, np.float64)
         order = c.order(labs, sc[rows], n, lambda x: j.doc_ids(rows[x]), passes, False)
         if order is not None:
             inverse = np.empty_like(order)  # each row's rank
