@@ -253,8 +253,8 @@ def _int_array(x: np.ndarray, kind):
 
 
 def _table(c: Columns, order: np.ndarray, number: np.ndarray, ints: bool):
-    """The rows `order` of `c` as a pyarrow table of `_schema(ints)`: each query by its
-    number (`number[c.qcode]`), the doc ids as integers (`ints`) or strings."""
+    """The rows `order` of `c` as a pyarrow record batch of `_schema(ints)`: each query
+    by its number (`number[c.qcode]`), the doc ids as integers (`ints`) or strings."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -270,7 +270,8 @@ def _table(c: Columns, order: np.ndarray, number: np.ndarray, ints: bool):
     else:
         d = pc.take(c.docs, numpy_arrow(codes), memory_pool=pool)
         d = pc.cast(d, pa.string(), memory_pool=pool)
-    return pa.table([q, d, numpy_arrow(c.values[order])], schema=_schema(ints))
+    # a record batch, not a table: a slice of it is written in half the time
+    return pa.record_batch([q, d, numpy_arrow(c.values[order])], schema=_schema(ints))
 
 
 class _Files:
@@ -298,14 +299,14 @@ class _Files:
         return got
 
     def write(self, b: int, t):
-        "Append the table `t` to file `b`."
+        "Append the record batch `t` to file `b`."
         import pyarrow as pa
 
         key = f"{self.prefix}{b}"
         if key not in self.writers:
             path = str(self.folder / f"{key}.arrow")
             self.writers[key] = pa.ipc.new_stream(path, _schema(self.sp.ints))
-        self.writers[key].write_table(t)
+        self.writers[key].write_batch(t)
         self.rows[key] = self.rows.get(key, 0) + t.num_rows
 
     def close(self):
