@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import hashlib
-import http.client
 import importlib
 import json
 import os
@@ -13,7 +12,6 @@ import shutil
 import tempfile
 import urllib.error
 import urllib.parse
-import urllib.request
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,7 +288,10 @@ def download(
 ) -> Path:
     """Download `url` to `dest` atomically, checking size and `sha256`. Returns `dest`
     as a Path; raises `ChecksumError` or `DataError` and leaves no file on a failure."""
-    from tqdm.auto import tqdm  # on use: evaluation imports this module, not its bars
+    import http.client  # on use, as the bars: evaluation imports this module (its
+    import urllib.request  # network layer alone took ~15 ms of every command's start)
+
+    from tqdm.auto import tqdm
 
     dest, h, n = Path(dest), hashlib.sha256(), 0
     try:  # fastcore's atomic_save: a temp file, renamed only if the block completes
@@ -395,6 +396,8 @@ def lfs_sha256(
 ) -> str:
     """The sha256 a Hugging Face `resolve` URL's Git LFS pointer names (at its commit).
     Returns 64 hex digits (a str)."""
+    import urllib.request  # on use: evaluation imports this module
+
     raw = url.replace("/resolve/", "/raw/", 1)
     if raw == url:
         raise ValueError(f"not a Hugging Face resolve URL: {url}")
