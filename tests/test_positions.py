@@ -122,3 +122,36 @@ def test_stream_uses_positions_same_values(tmp_path):
             got = evaluate_file(qc, path, names, convention=conv, per_query=True,
                                 memory=memory)  # fmt: skip
             assert got.loc[want.index].to_dict() == want.to_dict()
+
+
+@pytest.mark.parametrize("form", ["dicts", "ranx"])
+def test_evaluate_in_memory_equal_either_way(form, monkeypatch):
+    "`evaluate` in memory scores from the judged ranks (`SCORERS`) as `to_ranked` does."
+    from ranx import Qrels, Run
+
+    import irbook.metrics.registry as R
+
+    rng = np.random.default_rng(11)
+    checked = 0
+    for _ in range(25):
+        qrels, run = random_case(rng)
+        if not qrels or not run:
+            continue
+        qrels = {q: {d: max(v, 0) for d, v in x.items()} for q, x in qrels.items()}
+        if form == "ranx":  # ranx keeps positive labels only, and sorts the run
+            qrels = {q: {d: v for d, v in x.items() if v > 0} for q, x in qrels.items()}
+            qrels = {q: x for q, x in qrels.items() if x}
+            if not qrels:
+                continue
+            qrels, run = Qrels(qrels), Run(run)
+        for conv in ("ranx", "trec_eval"):
+            kw = dict(per_query=True, make_comparable=True, convention=conv)
+            fast = evaluate(qrels, run, NAMES, **kw)
+            with monkeypatch.context() as m:
+                m.setattr(R, "SCORERS", [])
+                slow = evaluate(qrels, run, NAMES, **kw)
+            assert fast.index.tolist() == slow.index.tolist()
+            for col in NAMES:
+                assert fast[col].to_numpy().tobytes() == slow[col].to_numpy().tobytes()
+            checked += 1
+    assert checked > 20

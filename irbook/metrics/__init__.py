@@ -43,3 +43,5 @@ from .distributed import evaluate_distributed as _dask  # noqa: E402
 from .stream import evaluate_file as _batches  # noqa: E402
 
 ENGINES.update(stream=_batches, dask=_dask)  # noqa: F405
+# and the way to score from the judged docs' ranks alone (`positions`) where it applies
+SCORERS.append(score_batch)  # noqa: F405

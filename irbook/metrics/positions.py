@@ -9,10 +9,10 @@ import numpy as np
 
 from .conventions import Convention, get_convention, pad_rows
 from .join import ABSENT, Ranked, join_inputs
-from .registry import MEASURES, parse_metric, ratio
+from .registry import MEASURES, parse_metric, ranked_inputs, ratio
 
 # %% auto #0
-__all__ = ['KERNELS', 'TOP_K', 'Positions', 'to_positions', 'positions_ok', 'score_positions']
+__all__ = ['KERNELS', 'TOP_K', 'Positions', 'to_positions', 'positions_ok', 'score_batch', 'score_positions']
 
 # %% ../../nbs/api/metrics_positions.ipynb #3a55420c
 @dataclass
@@ -228,6 +228,22 @@ def positions_ok(
     return True
 
 # %% ../../nbs/api/metrics_positions.ipynb #5504be4e
+def score_batch(
+    qrels: object,  # as `to_ranked` takes them
+    run: object,  # as `to_ranked` takes them
+    names: list,  # metric names, expanded
+    make_comparable: bool = False,  # the qrels' queries only; one the run lacks: empty
+    convention: str | Convention = "ranx",  # a convention's name, or a `Convention`
+    widths: tuple | None = None,  # (depth, judgements), as `to_ranked`'s
+) -> tuple | None:
+    """(query ids, {name: per-query values}, each ranking's length) from the judged
+    ranks, or None if a measure reads more (`positions_ok`): `to_ranked`'s business."""
+    if not positions_ok(names) or ranked_inputs(names):
+        return None
+    p = to_positions(qrels, run, make_comparable, convention, widths)
+    return p.query_ids, score_positions(p, names), p.n_retrieved
+
+
 def score_positions(
     p: Positions,  # the judged ranks of a batch (`to_positions`)
     names: list,  # metric names, expanded, `positions_ok`

@@ -16,8 +16,8 @@ from .join import Ranked, to_ranked
 
 # %% auto #0
 __all__ = ['PARAMS', 'OPTIONS', 'MEASURES', 'METRICS', 'TREC_ONLY', 'AGGREGATES', 'OFFICIAL', 'TREC_FAMILIES', 'ALL_TREC',
-           'ERR_MAX_GRADE', 'ENGINES', 'WALKTHROUGH', 'Param', 'Measure', 'register', 'measure_pattern', 'check_p',
-           'ratio', 'Metric', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'missing_trec', 'parse_ok',
+           'ERR_MAX_GRADE', 'ENGINES', 'SCORERS', 'WALKTHROUGH', 'Param', 'Measure', 'register', 'measure_pattern',
+           'check_p', 'ratio', 'Metric', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'missing_trec', 'parse_ok',
            'expand_metrics', 'from_ir_measures', 'measure_names', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret',
            'judged', 'drop_unjudged', 'LabelError', 'err', 'compat', 'compat_unnormalized', 'modified_mrr',
            'modified_recall', 'aggregate', 'with_options', 'score_ranked', 'ranked_inputs', 'evaluate', 'ranx_examples',
@@ -1138,6 +1138,10 @@ def ranked_inputs(
 
 # the engines beside this one, filed by the package (`irbook.metrics`) on import
 ENGINES: dict = {}
+# ways to score a batch without `to_ranked`'s arrays, for the measures they allow, filed
+# by the package on import (`positions.score_batch`): each gives (query ids, {metric:
+# values}, rankings' lengths), or None where it does not apply
+SCORERS: list = []
 
 # %% ../../nbs/api/metrics_registry.ipynb #8f826017
 def _other_engine(engine, qrels, run, metrics, per_query, make_comparable, convention,
@@ -1197,17 +1201,21 @@ def evaluate(
         name = parse_metric(m)[0]  # every name checked before the work
         if not per_query and MEASURES[name].kind == "strings":
             raise ValueError(_NO_SUMMARY.format(metric=m))
-    kw = dict(convention=convention, widths=widths, **ranked_inputs(names))
-    r = to_ranked(qrels, run, make_comparable, **kw)
-    if judged_only:
-        r = drop_unjudged(r)
-    scores = score_ranked(r, names)
+    kw = dict(convention=convention, widths=widths)
+    got = None
+    for scorer in SCORERS if not judged_only else ():  # the judged ranks only, say
+        got = got or scorer(qrels, run, names, make_comparable, **kw)
+    if got is None:
+        r = to_ranked(qrels, run, make_comparable, **kw, **ranked_inputs(names))
+        r = drop_unjudged(r) if judged_only else r
+        got = r.query_ids, score_ranked(r, names)
+    qids, scores = got[:2]
     if per_query == "columns":  # what a DataFrame would hold, without pandas
-        return list(r.query_ids), scores
+        return list(qids), scores
     if per_query:
         import pandas as pd
 
-        return pd.DataFrame(scores, index=pd.Index(r.query_ids, name="query_id"))
+        return pd.DataFrame(scores, index=pd.Index(qids, name="query_id"))
     out = {m: aggregate(m, v) for m, v in scores.items()}
     return out[names[0]] if isinstance(metrics, str) and len(names) == 1 else out
 

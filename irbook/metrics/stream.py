@@ -31,7 +31,7 @@ from irbook.metrics.io import (
     table_checked,
 )
 from .join import Joined, apply_query_rule, to_ranked
-from .positions import positions_ok, score_positions, to_positions
+from .positions import score_batch
 from .ranx_compat import sorted_ids
 from irbook.metrics.registry import (
     aggregate,
@@ -531,9 +531,6 @@ class _Scorer:
         self.at = {q: i for i, q in enumerate(qc.qids.tolist())}  # its qrels place
         self.lines = max(1, size // _LINE)  # about how many lines a block holds
         self.depth, self.width = 0, max(self.judged.values())  # widths so far
-        # every measure reads only the judged docs' ranks: a batch is scored from them
-        names = list(dict.fromkeys(self.once.values()))
-        self.positions = positions_ok(names) and not ranked_inputs(names)
         self.parts = {}  # batch key -> (query ids, {metric: values}, depth, width)
         self.depths = {}  # each scored query's number of results
 
@@ -541,13 +538,12 @@ class _Scorer:
         "(query ids, {metric: values}, results) of a batch, at the run's widths."
         names = list(dict.fromkeys(self.once.values()))
         kw = dict(convention=self.c, widths=(depth, width))
-        if self.positions:  # the judged docs' ranks only (`Positions`): same values
-            r = to_positions(qs, rc, self.mc, **kw)
-            v = score_positions(r, names)
-        else:
+        got = score_batch(qs, rc, names, self.mc, **kw)  # the judged ranks only
+        if got is None:  # a measure reads more: `to_ranked`
             r = to_ranked(qs, rc, self.mc, **kw, **ranked_inputs(names))
-            v = score_ranked(r, names)
-        return r.query_ids, {m: v[f] for m, f in self.once.items()}, r.n_retrieved
+            got = r.query_ids, score_ranked(r, names), r.n_retrieved
+        ids, v, rl = got
+        return ids, {m: v[f] for m, f in self.once.items()}, rl
 
     def __call__(self, key, rc: Columns):
         "Score the queries of `rc` the qrels hold (`key` names the batch)."
