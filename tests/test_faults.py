@@ -136,16 +136,28 @@ def test_file_growing_while_read(tmp_path):
     code += "    for i in itertools.count():\n"
     code += "        f.write(f'q1 Q0 x{i} 1 0.5 r\\n'); f.flush()\n"
     for memory in ("0", "1"):
+        size = r.stat().st_size
         w = subprocess.Popen([sys.executable, "-c", code, r])
         try:
-            time.sleep(0.2)
-            p = subprocess.run(
-                [IRBOOK, "eval", q, r, "-m", "map", "--memory", memory],
-                capture_output=True,
-                text=True,
-                env=env(tmp_path),
-                timeout=60,
-            )
+            # the read starts once the writer is appending (a fixed wait was not enough
+            # under load: the writer's start-up took longer)
+            deadline = time.monotonic() + 60
+            while r.stat().st_size == size:
+                assert w.poll() is None and time.monotonic() < deadline, "no writer"
+                time.sleep(0.01)
+            for _ in range(5):
+                p = subprocess.run(
+                    [IRBOOK, "eval", q, r, "-m", "map", "--memory", memory],
+                    capture_output=True,
+                    text=True,
+                    env=env(tmp_path),
+                    timeout=60,
+                )
+                if p.returncode != 0:
+                    break
+                # 0: the file did not change during this read (on a loaded machine the
+                # writer can wait out a read of a few ms); read it again
+                assert "changed" not in p.stderr, p.stderr
         finally:
             w.kill()
             w.wait()
