@@ -18,6 +18,10 @@ import pytest
 from irbook import data as D
 from irbook.data import MARKER, build_folder, folder_is_complete
 
+# the test servers' poll interval: shutdown() waits up to one (http.server's default,
+# 0.5 s, was most of each test's time)
+POLL = 0.01
+
 SHARED = Path(
     os.environ.get("IRBOOK_DATA")
     or Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -60,7 +64,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def server():
     _Handler.hits = []
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t = threading.Thread(target=srv.serve_forever, args=(POLL,), daemon=True)
     t.start()
     yield srv, f"http://127.0.0.1:{srv.server_address[1]}"
     srv.shutdown()
@@ -397,7 +401,7 @@ def test_bench_record_checkout_env_and_download(tmp_path, monkeypatch, env):
 
     handler = functools.partial(Quiet, directory=str(served))
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, args=(POLL,), daemon=True).start()
     try:
         monkeypatch.setenv(D.ENV_URL_HOST, f"http://127.0.0.1:{srv.server_address[1]}")
         assert D.bench_record("toy") == {"n": 3}

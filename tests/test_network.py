@@ -19,6 +19,10 @@ import pytest
 from irbook import data as D
 from irbook.course import jqara as J
 
+# the test servers' poll interval: shutdown() waits up to one (http.server's default,
+# 0.5 s, was most of each test's time)
+POLL = 0.01
+
 SHARED = Path(
     os.environ.get("IRBOOK_DATA")
     or Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -57,7 +61,7 @@ def network(tmp_path, monkeypatch):
     _Quiet.served = []
     handler = functools.partial(_Quiet, directory=str(site))
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, args=(POLL,), daemon=True).start()
     monkeypatch.delenv(D.ENV_DATA, raising=False)
     monkeypatch.delenv(D.ENV_OFFLINE, raising=False)
     monkeypatch.setenv(D.ENV_CACHE, str(tmp_path / "cache"))

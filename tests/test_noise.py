@@ -23,6 +23,10 @@ from irbook.course.noise import (
 )
 from irbook.course.synthetic import LLMClient, LLMConfig, LLMReplyError, QAPair
 
+# the test servers' poll interval: shutdown() waits up to one (http.server's default,
+# 0.5 s, was most of each test's time)
+POLL = 0.01
+
 A = (
     "The learning rate sets how big a step gradient descent takes at every update of "
     "the weights."
@@ -269,7 +273,7 @@ def test_llm_judge_against_fake_server(tmp_path):
             pass
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, args=(POLL,), daemon=True).start()
     try:
         judge = LLMJudge(
             LLMClient(

@@ -23,6 +23,10 @@ from irbook.course.synthetic import (
     qa_prompt,
 )
 
+# the test servers' poll interval: shutdown() waits up to one (http.server's default,
+# 0.5 s, was most of each test's time)
+POLL = 0.01
+
 PAGE = (
     "Gradient descent changes each weight a little in the direction that lowers the "
     "loss. "
@@ -96,7 +100,9 @@ class FakeServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, args=(POLL,), daemon=True
+        )
 
     @property
     def url(self):
