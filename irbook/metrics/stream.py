@@ -49,7 +49,7 @@ __all__ = ['MEMORY', 'OVERHEAD', 'block_size', 'query_blocks', 'select_queries',
            'evaluate_file']
 
 # %% ../../nbs/api/metrics_stream.ipynb #c21b52d4
-MEMORY = 256 * 2**20  # bytes a batch may use while it is scored (the default setting)
+MEMORY = 64 * 2**20  # bytes a batch may use while it is scored (the default setting)
 # peak RSS <= memory + the RSS before the run is read + OVERHEAD (bench/streaming.py)
 OVERHEAD = 64 * 2**20
 _PER_BYTE = 12  # bytes of working memory per byte of run text (bench/streaming.py)
