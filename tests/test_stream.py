@@ -279,3 +279,41 @@ def test_memory_bounds_the_process(tmp_path, memory):
         bound = memory + got[order]["rss0"] + OVERHEAD / 2**20
         assert got[order]["peak"] <= bound, (order, got[order], bound)
     assert got["sorted"]["means"] == got["shuffled"]["means"]
+
+
+def test_tail_finds_the_last_querys_first_line():
+    "`_tail`'s quick test of a line (its query's id, then a space) agrees with a split."
+    from irbook.metrics.stream import _tail
+
+    def slow(data: bytes, end: int) -> int:  # every line split, as the line reader does
+        last, lines = None, data[:end].splitlines(keepends=True)
+        at = end
+        for line in reversed(lines):
+            f = line.split(None, 1)
+            if f and not f[0].startswith(b"#"):
+                if last is None:
+                    last = f[0]
+                elif f[0] != last:
+                    return at
+            at -= len(line)
+        return 0
+
+    rng = np.random.default_rng(3)
+    ids = [b"q1", b"q10", b"q", b"1", b"11", b"#q1"]
+    for _ in range(400):
+        lines = []
+        for _ in range(rng.integers(1, 12)):
+            q = ids[rng.integers(len(ids))]
+            kind = rng.integers(6)
+            if kind == 0:
+                lines.append(b"\n")  # blank
+            elif kind == 1:
+                lines.append(b"# a comment " + q + b"\n")
+            elif kind == 2:
+                lines.append(b"  " + q + b" Q0 d 1 2 r\n")  # leading whitespace
+            elif kind == 3:
+                lines.append(q + b"\tQ0\td\t1\t2\tr\n")  # tabs
+            else:
+                lines.append(q + b" Q0 d 1 2 r\n")
+        data = b"".join(lines)
+        assert _tail(data, len(data)) == slow(data, len(data)), data
