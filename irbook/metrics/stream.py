@@ -159,9 +159,10 @@ def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
 
     if not ahead:
         try:
-            for got in iter(next_text, None):
-                if (rc := columns(*got)) is not None:
-                    yield got[0], rc
+            while (got := next_text()) is not None:
+                i, rc, got = got[0], columns(*got), None  # its text and table let go
+                if rc is not None:  # before it is scored
+                    yield i, rc
         finally:  # the file closed here, not by the garbage collector (where a
             texts.close()  # signal's exception would be lost)
         return
@@ -172,8 +173,10 @@ def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
         job = pool.submit(next_text)
         while (got := job.result()) is not None:
             job = pool.submit(next_text)  # the next block parsed while this one is
-            if (rc := columns(*got)) is not None:  # checked (a bad line raises here,
-                yield got[0], rc  # in order) and scored
+            # checked (a bad line raises here, in order), its text and table let go,
+            i, rc, got = got[0], columns(*got), None
+            if rc is not None:
+                yield i, rc  # and scored
     finally:  # done, or stopped (an error, a signal, a query met again): the block
         pool.shutdown(cancel_futures=True)  # being read is finished, no other begun
         texts.close()
