@@ -346,19 +346,26 @@ def fast_table(
     types = {n: pa.binary() for n in names}
     types["f0"], types["f2"] = text
     types[f"f{col}"] = pa.int64() if kind == "qrels" else pa.float64()
-    try:  # from memory, never through a Python file object: no Python in its threads
-        t = csv.read_csv(
-            pa.BufferReader(pa.py_buffer(data)),
-            read_options=csv.ReadOptions(column_names=names),
-            parse_options=csv.ParseOptions(delimiter=sep.decode(), quote_char=False),
-            convert_options=csv.ConvertOptions(
-                column_types=types, include_columns=list(types)
-            ),
-            memory_pool=memory_pool(),
-        )
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None  # a line with more or fewer fields, a bad value, bad UTF-8...
-    return t
+    for threads in (True, False):  # from memory, never through a Python file object
+        try:  # (no Python in its threads)
+            return csv.read_csv(
+                pa.BufferReader(pa.py_buffer(data)),
+                read_options=csv.ReadOptions(column_names=names, use_threads=threads),
+                parse_options=csv.ParseOptions(
+                    delimiter=sep.decode(), quote_char=False
+                ),
+                convert_options=csv.ConvertOptions(
+                    column_types=types, include_columns=list(types)
+                ),
+                memory_pool=memory_pool(),
+            )
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None  # a line with more or fewer fields, a bad value, bad UTF-8...
+        except pa.ArrowCancelled:  # a signal (where pyarrow's handlers are on)
+            raise
+        except pa.ArrowException:  # pyarrow 26's threaded reader once lost a chunk ("a
+            pass  # chunk failed converting for an unknown reason", 1 of ~40 runs of
+    return None  # 1.7 GB): read again in one thread, else by the line reader
 
 
 def table_checked(

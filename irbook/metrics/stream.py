@@ -52,7 +52,7 @@ __all__ = ['MEMORY', 'OVERHEAD', 'block_size', 'query_blocks', 'select_queries',
 MEMORY = 64 * 2**20  # bytes a batch may use while it is scored (the default setting)
 # peak RSS <= memory + the RSS before the run is read + OVERHEAD (bench/streaming.py)
 OVERHEAD = 64 * 2**20
-_PER_BYTE = 12  # bytes of working memory per byte of run text (bench/streaming.py)
+_PER_BYTE = 14  # bytes of working memory per byte of run text (bench/streaming.py)
 _LINE = 32  # bytes of TREC text a line, about (MS MARCO's run: 35)
 
 
