@@ -131,10 +131,12 @@ def test_stderr_closed(tmp_path):
 # ------------------------------------------------------------ own words
 def test_file_growing_while_read(tmp_path):
     q, r = big(tmp_path, 500, 100)
-    # appends valid lines (a new doc id each), so the change is the file's only fault
-    code = "import sys, itertools\nwith open(sys.argv[1], 'a') as f:\n"
+    # appends valid lines (a new doc id each), so the change is the file's only fault;
+    # a line a millisecond: a writer that sleeps is woken at once on a busy machine (one
+    # that never slept was held back for whole reads, and grew the file by megabytes)
+    code = "import sys, itertools, time\nwith open(sys.argv[1], 'a') as f:\n"
     code += "    for i in itertools.count():\n"
-    code += "        f.write(f'q1 Q0 x{i} 1 0.5 r\\n'); f.flush()\n"
+    code += "        f.write(f'q1 Q0 x{i} 1 0.5 r\\n'); f.flush(); time.sleep(0.001)\n"
     for memory in ("0", "1"):
         size = r.stat().st_size
         w = subprocess.Popen([sys.executable, "-c", code, r])
