@@ -18,6 +18,7 @@ from irbook.ranking import (
     plot_ranks,
     rank_intervals,
     rank_report,
+    simulate_coverage,
     toy_scores,
 )
 
@@ -79,6 +80,27 @@ def test_ignoring_multiplicity_covers_all_pairs_clearly_less_often(n):
     assert abs(per_pair - 0.95) < 0.025, c  # each pair alone holds its 95%...
     assert all_pairs < 0.88, c  # ...but not all six at once
     assert all_pairs < c["max-t"][0] - 0.07 and all_pairs < c["bonferroni"][0] - 0.07
+
+
+def test_simulate_coverage_bears_out_the_pages_table():
+    """api/ranking's coverage table, `simulate_coverage` on the page's own four toy
+    systems (the book runs it with 1,000 draws; here 200, two standard errors about
+    +-0.03 on a coverage): what the page says of it."""
+    c = simulate_coverage(ns=(10, 25, 50), draws=200).set_index(["n", "method"])
+    for n in (10, 25, 50):
+        for m in ("max-t", "bonferroni"):
+            assert c.loc[(n, m), "all_pairs"] >= TARGET[min(n, 25)], c
+            # a rank range misses less often than the intervals it comes from
+            assert c.loc[(n, m), "ranks"] >= max(0.985, c.loc[(n, m), "all_pairs"]), c
+        # max-t is never wider than Bonferroni, and at most a few percent narrower
+        r = c.loc[(n, "max-t"), "width"] / c.loc[(n, "bonferroni"), "width"]
+        assert 0.9 < r <= 1 + 1e-9, (n, r)
+        assert abs(c.loc[(n, "unadjusted"), "per_pair"] - 0.95) < 0.025, c
+        assert 0.7 < c.loc[(n, "unadjusted"), "all_pairs"] < 0.88, c
+    cr = c["critical"].unstack()
+    # the cap binds at 10 questions; at 50 the bootstrap's c is below Bonferroni's
+    assert cr.loc[10, "max-t"] > 0.99 * cr.loc[10, "bonferroni"], cr
+    assert cr.loc[50, "max-t"] < cr.loc[50, "bonferroni"], cr
 
 
 @pytest.mark.parametrize("method", ["max-t", "bonferroni"])
