@@ -56,7 +56,10 @@ def _cache_typed_containers():
     for module in (td, tl):
         for f in vars(module).values():
             if isinstance(f, CPUDispatcher):
-                f.enable_caching()
+                try:
+                    f.enable_caching()
+                except RuntimeError:  # no writable cache folder: compile as before
+                    return
 
 
 _cache_typed_containers()
