@@ -88,7 +88,8 @@ def compare(expected: dict, qrels, run, lvl=1, mc=False, decimals=4, per_query=T
     assert names, "no measure in common"
     qc = M.Columns.from_dict(qrels, "qrels")  # columns may hold negative labels
     kw = dict(make_comparable=mc, convention="trec_eval")
-    pq = M.evaluate(qc, run, list(names.values()), per_query=True, **kw)
+    qids, pq = M.evaluate(qc, run, list(names.values()), per_query="columns", **kw)
+    at = {q: i for i, q in enumerate(qids)}  # a dict, not a frame's .loc per cell
     agg = M.evaluate(qc, run, list(names.values()), **kw)
     tol = 0.5 * 10.0**-decimals + 1e-12
     for m, ours in names.items():
@@ -99,7 +100,7 @@ def compare(expected: dict, qrels, run, lvl=1, mc=False, decimals=4, per_query=T
             if q == "all":
                 got = agg[ours]
             elif per_query:
-                got = pq.loc[q, ours]
+                got = float(pq[ours][at[q]])
             else:
                 continue
             assert abs(got - float(v)) <= tol, f"{m} {q}: irbook {got} != {v}"
