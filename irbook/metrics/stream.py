@@ -343,6 +343,12 @@ _FANOUT = 256
 # streaming.py --sweep): up to this much more text is read at a time, so that small
 # blocks, each holding most of the run's queries, are fewer
 _SPILL_MORE = 4 * 2**20
+# a spilled file holds no text to parse (its rows are read back as numbers), so where
+# blocks are small (a small --memory) a spilled file holds up to twice a block's rows,
+# up to this much text's worth: half as many files to write, read and score (a shuffled
+# 50M-line run at --memory 4: 47 -> 36 s; the bound held, bench/streaming.py --sweep);
+# larger blocks are left as they are (at 64 MB twice the rows was slower: 2.0 s / 1.8)
+_SPILLED_UP_TO = 2 * 2**20
 
 
 def _head(path) -> bytes:
@@ -412,16 +418,17 @@ def spill(
                 yield c, None  # its queries' numbers: looked up by id
 
     sp = _Spill()
+    big = max(size, min(2 * size, _SPILLED_UP_TO))  # a spilled file's rows, as text
     try:
-        out = _spread(parts(sp), n, size, folder, sp)
+        out = _spread(parts(sp), n, big, folder, sp)
     except _MixedIds:  # integer doc ids first, others later: again, all as strings
         for f in folder.glob("*.arrow"):
             f.unlink()
         sp = _Spill(ints=False)
-        out = _spread(parts(sp), n, size, folder, sp)
+        out = _spread(parts(sp), n, big, folder, sp)
     _write_queries(folder, sp.queries())
     seen.update(dict.fromkeys(sp.index))
-    return _batches(out, size, sp.per_row())  # a file half full: scored with others
+    return _batches(out, big, sp.per_row())  # a file half full: scored with others
 
 # %% ../../nbs/api/metrics_stream.ipynb #bdb160c9
 def _write_queries(folder: Path, queries: np.ndarray):
