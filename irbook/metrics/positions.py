@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .conventions import Convention, get_convention, pad_rows
-from .join import ABSENT, Ranked, join_inputs
+from .join import Ranked, join_inputs, rank_classes
 from .registry import MEASURES, parse_metric, ranked_inputs, ratio
 
 # %% auto #0
@@ -66,21 +66,16 @@ class Positions:
         )  # fmt: skip
 
 # %% ../../nbs/api/metrics_positions.ipynb #1cabe20f
-def _classes(rlab: np.ndarray) -> np.ndarray:
-    "What `to_ranked` tells apart in a tie: the label, pooled (-1) or outside (-3)."
-    return np.where(rlab >= 0, rlab, np.where(rlab == ABSENT, -3.0, -1.0))
-
-
 def _out_of_order(key, rlab, starts) -> np.ndarray:
     """(n_q,) bool: the rankings whose `key` (flat, query by query) rises somewhere,
-    or where two tied neighbours differ in class (`_classes` of `rlab`): those the
+    or where two tied neighbours differ in class (`rank_classes` of `rlab`): those the
     convention orders anew."""
     out = np.zeros(len(starts) - 1, bool)
     pairs = np.flatnonzero(key[1:] >= key[:-1])  # a rise or a tie: few, one pass
     pairs = pairs[~np.isin(pairs + 1, starts)]  # not the pair across a query's start
     a, b = pairs, pairs + 1
     tied = key[b] == key[a]
-    bad = ~tied | (_classes(rlab[b]) != _classes(rlab[a]))
+    bad = ~tied | (rank_classes(rlab[b]) != rank_classes(rlab[a]))
     out[np.searchsorted(starts, pairs[bad], side="right") - 1] = True
     return out
 
@@ -110,7 +105,7 @@ def to_positions(
     if redo.any():  # those rankings ordered as `to_ranked` orders them
         rows = np.flatnonzero(np.repeat(redo, rl))  # their rows, end to end
         n = rl[redo]
-        labs = pad_rows(n, _classes(rlab[rows]), -2.0, np.float64)
+        labs = pad_rows(n, rank_classes(rlab[rows]), -2.0, np.float64)
         order = c.order(labs, sc[rows], n, lambda x: j.doc_ids(rows[x]), passes, False)
         if order is not None:
             inverse = np.empty_like(order)  # each row's rank
