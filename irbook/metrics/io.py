@@ -262,14 +262,28 @@ def _regular(data: bytes, sep: bytes) -> bool:
 
 
 def _has_empty(col) -> bool:
-    "True if a pyarrow string column (dictionary-encoded or not) holds an empty string."
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """True if a pyarrow string or binary column (dictionary-encoded or not, chunked or
+    not) holds an empty value: two equal offsets in a row, found by numpy (pyarrow's
+    compute call cost ~0.9 ms a column a block)."""
+    for c in col.chunks if hasattr(col, "chunks") else [col]:
+        if hasattr(c.type, "value_type"):  # a dictionary's values: its few strings
+            c = c.dictionary
+        if not len(c):
+            continue
+        wide = c.type.id in _large_ids()  # large_string / large_binary: int64
+        at = np.frombuffer(c.buffers()[1], np.int64 if wide else np.int32)
+        at = at[c.offset : c.offset + len(c) + 1]
+        if (at[1:] == at[:-1]).any():
+            return True
+    return False
 
-    if hasattr(col.type, "value_type"):  # each block's dictionary: its few values
-        chunks = col.chunks if hasattr(col, "chunks") else [col]
-        col = pa.chunked_array([c.dictionary for c in chunks], col.type.value_type)
-    return len(col) > 0 and pc.min(pc.binary_length(col)).as_py() == 0
+
+@cache
+def _large_ids() -> tuple:
+    "The type ids of pyarrow's strings and binaries with 64-bit offsets."
+    import pyarrow as pa
+
+    return (pa.large_string().id, pa.large_binary().id)
 
 
 # below this many bytes the line reader is quicker than importing pyarrow (0.1 s)

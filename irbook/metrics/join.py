@@ -254,10 +254,14 @@ _SIEVE = 2**20 - 1  # integer ids are first sieved by their low 20 bits
 def _judged_docs(qc: Columns, rc: Columns, rows: np.ndarray | None) -> tuple:
     """(code of the doc of each qrels row, the places among the run's `rows` (None:
     every row) whose doc the qrels hold, the code of each of those docs)."""
-    uq, qcode = np.unique(np.asarray(qc.doc_ids(), dtype=str), return_inverse=True)
+    if rc.docs is None and qc.docs is None:  # integer ids on both sides: no strings
+        table, qcode = np.unique(qc.dcode, return_inverse=True)
+    else:
+        uq, qcode = np.unique(np.asarray(qc.doc_ids(), dtype=str), return_inverse=True)
     if rc.docs is None:  # integer run ids meet the qrels ids that are integers
         keys = rc.dcode if rows is None else rc.dcode[rows]
-        table = np.array([plain_int(x) for x in uq], np.int64)
+        if qc.docs is not None:  # string qrels ids: those that are plain integers
+            table = np.array([plain_int(x) for x in uq], np.int64)
         cand = None
         if len(keys) > _FEW:  # most run docs are unjudged: a sieve finds the few
             sieve = np.zeros(_SIEVE + 1, bool)
