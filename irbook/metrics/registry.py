@@ -20,8 +20,8 @@ __all__ = ['PARAMS', 'OPTIONS', 'MEASURES', 'METRICS', 'TREC_ONLY', 'AGGREGATES'
            'check_p', 'ratio', 'Metric', 'parse_metric', 'from_trec_eval', 'to_trec_eval', 'missing_trec', 'parse_ok',
            'expand_metrics', 'from_ir_measures', 'measure_names', 'num_q', 'num_ret', 'num_rel', 'num_rel_ret',
            'judged', 'drop_unjudged', 'LabelError', 'err', 'compat', 'compat_unnormalized', 'modified_mrr',
-           'modified_recall', 'aggregate', 'with_options', 'score_ranked', 'ranked_inputs', 'evaluate', 'ranx_examples',
-           'agrees_printed', 'printed_beside']
+           'modified_recall', 'aggregate', 'with_options', 'score_ranked', 'ranked_inputs', 'scores_of', 'evaluate',
+           'ranx_examples', 'agrees_printed', 'printed_beside']
 
 # %% ../../nbs/api/metrics_registry.ipynb #08ad263a
 @dataclass(frozen=True)
@@ -1143,6 +1143,27 @@ ENGINES: dict = {}
 # values}, rankings' lengths), or None where it does not apply
 SCORERS: list = []
 
+
+def scores_of(
+    qrels: object,  # {q: {doc: label}}, ranx Qrels, a table, Columns, a dataset
+    run: object,  # {q: {doc: score}}, ranx Run, a table or Columns
+    names: list,  # metric names, already expanded
+    make_comparable: bool = False,  # the qrels' queries only; one the run lacks: empty
+    convention: str = "ranx",  # 'ranx', 'trec_eval', 'pytrec_eval' (or a Convention)
+    widths: tuple | None = None,  # a batch of a larger run: the run's widths
+    judged_only: bool = False,  # drop unjudged documents first (trec_eval -J)
+) -> tuple:
+    """(query ids, {name: per-query values}, each ranking's length): from the judged
+    ranks alone where every measure allows it (`SCORERS`), else from `to_ranked`; the
+    one scoring step of `evaluate` and of the stream engine's batches."""
+    kw = dict(convention=convention, widths=widths)
+    for scorer in SCORERS if not judged_only else ():
+        if (got := scorer(qrels, run, names, make_comparable, **kw)) is not None:
+            return got
+    r = to_ranked(qrels, run, make_comparable, **kw, **ranked_inputs(names))
+    r = drop_unjudged(r) if judged_only else r
+    return r.query_ids, score_ranked(r, names), r.n_retrieved
+
 # %% ../../nbs/api/metrics_registry.ipynb #8f826017
 def _other_engine(engine, qrels, run, metrics, per_query, make_comparable, convention,
                   judged_only, widths, settings):  # fmt: skip
@@ -1201,15 +1222,8 @@ def evaluate(
         name = parse_metric(m)[0]  # every name checked before the work
         if not per_query and MEASURES[name].kind == "strings":
             raise ValueError(_NO_SUMMARY.format(metric=m))
-    kw = dict(convention=convention, widths=widths)
-    got = None
-    for scorer in SCORERS if not judged_only else ():  # the judged ranks only, say
-        got = got or scorer(qrels, run, names, make_comparable, **kw)
-    if got is None:
-        r = to_ranked(qrels, run, make_comparable, **kw, **ranked_inputs(names))
-        r = drop_unjudged(r) if judged_only else r
-        got = r.query_ids, score_ranked(r, names)
-    qids, scores = got[:2]
+    kw = dict(convention=convention, widths=widths, judged_only=judged_only)
+    qids, scores, _ = scores_of(qrels, run, names, make_comparable, **kw)
     if per_query == "columns":  # what a DataFrame would hold, without pandas
         return list(qids), scores
     if per_query:

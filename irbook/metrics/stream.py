@@ -30,15 +30,13 @@ from irbook.metrics.io import (
     read_blocks,
     table_checked,
 )
-from .join import Joined, apply_query_rule, to_ranked
-from .positions import score_batch
+from .join import Joined, apply_query_rule
 from .ranx_compat import sorted_ids
 from irbook.metrics.registry import (
     aggregate,
     expand_metrics,
     parse_metric,
-    ranked_inputs,
-    score_ranked,
+    scores_of,
 )
 
 if TYPE_CHECKING:  # annotations only: pandas is imported where it is used
@@ -548,11 +546,7 @@ class _Scorer:
         "(query ids, {metric: values}, results) of a batch, at the run's widths."
         names = list(dict.fromkeys(self.once.values()))
         kw = dict(convention=self.c, widths=(depth, width))
-        got = score_batch(qs, rc, names, self.mc, **kw)  # the judged ranks only
-        if got is None:  # a measure reads more: `to_ranked`
-            r = to_ranked(qs, rc, self.mc, **kw, **ranked_inputs(names))
-            got = r.query_ids, score_ranked(r, names), r.n_retrieved
-        ids, v, rl = got
+        ids, v, rl = scores_of(qs, rc, names, self.mc, **kw)  # evaluate's own step
         return ids, {m: v[f] for m, f in self.once.items()}, rl
 
     def __call__(self, key, rc: Columns):
