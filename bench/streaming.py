@@ -4,7 +4,7 @@
 
     python bench/streaming.py [--lines 14,50,200] [--memory-paths 14,50]
                               [--json bench/results/streaming.json]
-    python bench/streaming.py --sweep --lines 7,50 --memories 4,16,64,256,512 \
+    python bench/streaming.py --sweep --lines 7,50,10x10 --memories 4,16,64,256,512 \
                               --rounds 2 --json /tmp/memory_sweep.json
 
 Runs shaped like MS MARCO's (1,000 passages a query, ids up to 8.8M, about 1.07
@@ -24,7 +24,9 @@ in query order and the same lines shuffled (a random permutation of every window
 --window MB of text: the whole run up to that size), each evaluated in fresh processes
 at every setting of --memories, the settings and orders alternating, --rounds times.
 Each process reports its RSS after start-up and the qrels (before it reads the run:
-R0); the bound is M + R0 + irbook.metrics.stream.OVERHEAD, and the record says, per
+R0, what it holds then, not the qrels reader's peak) and its own peak (VmHWM: the
+kernel's ru_maxrss would also hold the parent's RSS at the fork); the bound is
+M + R0 + irbook.metrics.stream.OVERHEAD, and the record says, per
 process, whether the peak kept it, with wall and CPU seconds, the machine's load and
 the four means (equal at every setting and order).
 """
@@ -101,16 +103,21 @@ def generate(folder: Path, queries: int, depth: int = 1000, seed: int = 0) -> tu
 
 
 SWEEP_CHILD = r"""
-import json, resource, sys
+import gc, json, sys
 import irbook.cli  # the command's imports, as `irbook eval` pays them
 import irbook.metrics as M
 import pyarrow.compute, pyarrow.csv  # a large run's first block imports them
 from irbook.metrics.stream import evaluate_file
+def status(field):  # this process's own memory, MB: ru_maxrss would hold the parent's
+    for line in open("/proc/self/status"):  # RSS at the fork (Linux keeps the larger
+        if line.startswith(field + ":"):  # across exec), VmHWM does not
+            return int(line.split()[1]) / 1024
 names = ["ndcg@10", "mrr", "map@1000", "recall@1000"]
 qc = M.read_columns(sys.argv[1], "qrels")
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+gc.collect()
+rss0 = status("VmRSS")  # what the process holds once the qrels are read
 means = evaluate_file(qc, sys.argv[2], names, convention="trec_eval", memory={memory})
-print(json.dumps(means | {{"rss0_mb": rss0}}))
+print(json.dumps(means | {{"rss0_mb": rss0, "hwm_mb": status("VmHWM")}}))
 """
 
 
@@ -133,9 +140,9 @@ def shuffle(run: Path, out: Path, window: int) -> None:
             w.write_batch(batch.take(pa.array(rng.permutation(batch.num_rows))))
 
 
-def _make(folder: Path, queries: int, window: int) -> tuple:
+def _make(folder: Path, queries: int, window: int, depth: int = 1000) -> tuple:
     "The qrels and the run in query order, and the run shuffled (`shuffle`)."
-    qrels, run, lines = generate(folder, queries)
+    qrels, run, lines = generate(folder, queries, depth)
     shuffle(run, folder / "shuffled.trec", window)
     return qrels, run, lines
 
@@ -146,7 +153,8 @@ def sweep(a, limits, env) -> dict:
 
     runs, skipped = [], []
     memories = [int(x) for x in a.memories.split(",")]
-    for millions in [int(x) for x in a.lines.split(",")]:
+    for shape in a.lines.split(","):  # millions of lines, or millions x depth
+        millions, depth = (int(x) for x in (shape + "x1000").split("x")[:2])
         folder = Path(tempfile.mkdtemp(prefix="irbook-sweep-", dir=a.tmp))
         try:
             need = millions * 36e6 * 2.4  # two copies of the run
@@ -161,11 +169,12 @@ def sweep(a, limits, env) -> dict:
             # start with the parent's RSS, and its ru_maxrss would report that
             spawn = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(1, mp_context=spawn) as ex:
-                job = ex.submit(_make, folder, millions * 1000, a.window * 2**20)
+                queries = millions * 1_000_000 // depth
+                job = ex.submit(_make, folder, queries, a.window * 2**20, depth)
                 qrels, run, lines = job.result()
             print(
-                f"{lines:,} lines ({run.stat().st_size / 1e9:.2f} GB), sorted and "
-                f"shuffled, made in {time.perf_counter() - t:.0f} s",
+                f"{lines:,} lines, {queries:,} queries ({run.stat().st_size / 1e9:.2f}"
+                f" GB), sorted and shuffled, made in {time.perf_counter() - t:.0f} s",
                 flush=True,
             )
             files = {"sorted": run, "shuffled": folder / "shuffled.trec"}
@@ -176,11 +185,14 @@ def sweep(a, limits, env) -> dict:
                         msmarco.CHILD[tool] = SWEEP_CHILD.format(memory=m * 2**20)
                         msmarco.NAMES[tool] = dict(zip(msmarco.IRBOOK, MEASURES))
                         msmarco.NAMES[tool]["rss0_mb"] = "rss0_mb"
+                        msmarco.NAMES[tool]["hwm_mb"] = "hwm_mb"
                         r = measure(tool, qrels, files[order], env, limits)
                         r |= {"lines": lines, "order": order, "memory_mb": m}
+                        r |= {"queries": queries, "depth": depth}
                         r["round"] = i
                         if r["status"] == "ok":
                             r0 = r["values"].pop("rss0_mb")
+                            r["rss_mb"] = r["values"].pop("hwm_mb")  # its own peak
                             bound = m + r0 + OVERHEAD / 2**20
                             r |= {"rss0_mb": r0, "bound_mb": bound}
                             r["within"] = r["rss_mb"] <= bound
@@ -219,7 +231,11 @@ def main():
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--lines", default="14,50,200", help="run sizes, millions of lines")
+    ap.add_argument(
+        "--lines",
+        default="14,50,200",
+        help="run sizes, millions of lines (--sweep: MxD, D results a query: 10x10)",
+    )
     ap.add_argument("--memory-paths", default="14,50", help="sizes also run in memory")
     ap.add_argument("--memory", type=int, default=512, help="streaming setting, MB")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per process")

@@ -95,6 +95,43 @@ def test_query_rules_are_the_in_memory_ones(tmp_path, convention):
             assert "qrels queries missing from the run" in got
 
 
+@pytest.mark.parametrize("name", ["run", "unsorted"])
+def test_many_queries_on_one_side_only(tmp_path, name):
+    """More queries on one side than an error shows (12 the qrels lack, 9 the run
+    lacks), met across many blocks: the same values, and the same error (its first five
+    ids, in run order, and its counts), as in memory."""
+    qrels = make_files(tmp_path, 10, extra_run=12, extra_qrels=9)
+    qc = M.read_columns(qrels, "qrels")
+    for convention in CONVENTIONS:
+        for mc in (False, True):
+            kw = dict(convention=convention, make_comparable=mc, per_query=True)
+            want, got = both(qc, tmp_path / name, **kw)
+            if isinstance(want, str):
+                assert got == want and "and 7 more" in got
+            else:
+                pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def test_queries_looked_up_by_hash_or_by_str(tmp_path, monkeypatch):
+    """An id's hash is the same in arrays of any width; a qrels whose ids share a hash
+    is looked up by str instead, with the same values as in memory either way."""
+    import irbook.metrics.stream as S
+
+    a = np.array(["q1", "q10", "ab\u00e9"])
+    b = np.array(["q1", "q10", "ab\u00e9", "a much longer id"])
+    assert (S._hashes(a) == S._hashes(b)[:3]).all() and len(set(S._hashes(b))) == 4
+    qrels = M.read_columns(make_files(tmp_path, 11, extra_run=12), "qrels")
+    assert S._Queries(qrels.qids).hashes is not None
+    kw = dict(per_query=True, make_comparable=True)
+    for by in ("hash", "str"):
+        if by == "str":  # every id one hash
+            monkeypatch.setattr(S, "_hashes", lambda x: np.zeros(len(x), np.uint64))
+            assert S._Queries(qrels.qids).hashes is None
+        for name in ("run", "unsorted"):
+            want, got = both(qrels, tmp_path / name, **kw)
+            pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
 def test_batches_hold_whole_queries_and_stay_near_the_block_size(tmp_path):
     make_files(tmp_path, 2)
     text = (tmp_path / "run").read_bytes()
@@ -228,24 +265,35 @@ def test_cli_streams_by_default_and_reads_whole_with_memory_0(tmp_path, capsys):
 
 
 _BOUND_CHILD = r"""
-import json, resource, sys
+import gc, json, sys
 import irbook.cli
 import irbook.metrics as M
 import pyarrow.compute, pyarrow.csv
 from irbook.metrics.stream import evaluate_file
+
+
+def status(field):  # this process's own memory, MB (ru_maxrss would hold the
+    for line in open("/proc/self/status"):  # parent's RSS at the fork: Linux keeps
+        if line.startswith(field + ":"):  # the larger across exec)
+            return int(line.split()[1]) / 1024
+
+
 qc = M.read_columns(sys.argv[1], "qrels")
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+gc.collect()
+rss0 = status("VmRSS")  # R0: what the process holds once the qrels are read
 means = evaluate_file(qc, sys.argv[2], ["ndcg@10", "map"], convention="trec_eval",
                       memory=int(sys.argv[3]) * 2**20)  # means: pandas not imported
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"rss0": rss0, "peak": peak, "means": means}))
+print(json.dumps({"rss0": rss0, "peak": status("VmHWM"), "means": means}))
 """
 
 
-@pytest.mark.parametrize("memory", [4, 16])
-def test_memory_bounds_the_process(tmp_path, memory):
+@pytest.mark.parametrize(
+    "memory,nq,depth", [(4, 800, 1000), (16, 800, 1000), (16, 200_000, 4)]
+)
+def test_memory_bounds_the_process(tmp_path, memory, nq, depth):
     """Peak RSS <= memory + the RSS before the run is read + OVERHEAD, for a run in
-    query order and the same run shuffled (spilled, spread again): 800,000 lines."""
+    query order and the same run shuffled (spilled, spread again): 800,000 lines, of
+    long queries or of many short ones (what is kept a query must stay small)."""
     import json
     import subprocess
     import sys
@@ -253,8 +301,8 @@ def test_memory_bounds_the_process(tmp_path, memory):
     from irbook.metrics.stream import OVERHEAD
 
     rng = np.random.default_rng(0)
-    nq, depth = 800, 1000
     base = rng.integers(0, 8000, (nq, 1)) * depth  # ids apart within a query
+    k = (3, 700) if depth > 700 else (0, 3)  # two relevant docs a query
     docs = rng.permuted(base + np.arange(depth), axis=1)
     q = np.repeat(np.arange(nq), depth)
     rank = np.tile(np.arange(1, depth + 1), nq)
@@ -267,7 +315,7 @@ def test_memory_bounds_the_process(tmp_path, memory):
     (tmp_path / "shuffled").write_text("".join(lines))
     del lines
     (tmp_path / "qrels").write_text(
-        "".join(f"{a} 0 {docs[a, k]} 1\n" for a in range(nq) for k in (3, 700))
+        "".join(f"{a} 0 {docs[a, i]} 1\n" for a in range(nq) for i in k)
     )
     got = {}
     for order in ("sorted", "shuffled"):

@@ -288,14 +288,22 @@ def _judged_docs(qc: Columns, rc: Columns, rows: np.ndarray | None) -> tuple:
 # %% ../../nbs/api/metrics_join.ipynb #42429c7c
 def _from_columns(qc: Columns, rc: Columns, rows: bool = False) -> Joined:
     "Qrels and run columns joined (as `_from_dicts` joins dicts)."
-    qids = sorted_ids(list(qc.qids))
+    order = np.argsort(qc.qids, kind="stable")
+    if qc.qids.dtype.kind == "U":  # NumPy sorts str by code point, as `sorted` does
+        srt = qc.qids[order]
+        qids = srt.tolist()
+        rq = np.searchsorted(srt, rc.qids).clip(max=max(len(srt) - 1, 0))
+        rq = np.where(srt[rq] == rc.qids, rq, -1) if len(srt) else rq - 1
+    else:
+        qids = sorted_ids(list(qc.qids))
+        rq = _lookup(rc.qids, np.asarray(qids, dtype=str))
+    rq = rq[rc.qcode]
     nq = len(qids)
     qrank = np.empty(len(qc.qids), np.int64)
-    qrank[np.argsort(qc.qids, kind="stable")] = np.arange(nq)
+    qrank[order] = np.arange(nq)
     qr = qrank[qc.qcode]
     oq = np.argsort(qr, kind="stable")
     jl, lab = np.bincount(qr, minlength=nq), qc.values[oq]
-    rq = _lookup(rc.qids, np.asarray(qids, dtype=str))[rc.qcode]
     idx = _stable_by(rq)  # None: the run's rows are in the qrels' query order
     if idx is None and len(rq) and rq[0] < 0:  # run queries without judgements go
         idx = np.flatnonzero(rq >= 0)  # (coded -1, they come first in order)

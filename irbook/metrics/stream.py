@@ -31,7 +31,6 @@ from irbook.metrics.io import (
     table_checked,
 )
 from .join import Joined, apply_query_rule
-from .ranx_compat import sorted_ids
 from irbook.metrics.registry import (
     aggregate,
     expand_metrics,
@@ -108,6 +107,108 @@ def select_queries(
     )
 
 # %% ../../nbs/api/metrics_stream.ipynb #be81f158
+class _IdSet:
+    """A set of str ids held as sorted NumPy arrays (a few levels, merged as they grow):
+    a few bytes an id, where a Python set takes about 150."""
+
+    def __init__(self):
+        self.levels, self.n = [], 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    def has(self, ids: np.ndarray) -> np.ndarray:
+        "One bool per id of `ids` (a str array): True if the set holds it."
+        got = np.zeros(len(ids), bool)
+        for a in self.levels:
+            i = np.minimum(np.searchsorted(a, ids), len(a) - 1)
+            got |= a[i] == ids
+        return got
+
+    def add(self, ids: np.ndarray):
+        "Add `ids` (a str array of ids the set does not hold, each once)."
+        if not len(ids):
+            return
+        self.levels.append(np.sort(ids))
+        self.n += len(ids)
+        while len(self.levels) > 1 and len(self.levels[-2]) <= 2 * len(self.levels[-1]):
+            # the last two merged: at most log2(n) levels
+            a, b = self.levels.pop(), self.levels.pop()
+            self.levels.append(np.sort(np.concatenate([b, a])))
+
+    def ids(self) -> np.ndarray:
+        "Every id of the set, sorted (a str array)."
+        return np.sort(np.concatenate(self.levels)) if self.levels else np.zeros(0, str)
+
+
+def _hashes(ids: np.ndarray) -> np.ndarray:
+    """A 64-bit hash (FNV-1a over the code points) of each id of `ids`, a str array, in
+    a few vector steps: the same id, the same hash, whatever the array's width."""
+    a = np.ascontiguousarray(ids)
+    w = a.dtype.itemsize // 4
+    h = np.full(len(a), 0xCBF29CE484222325, np.uint64)
+    if not len(a) or not w:
+        return h
+    codes = a.view(np.uint32).reshape(len(a), w).astype(np.uint64)
+    p = np.uint64(0x100000001B3)
+    for j in range(w):  # a code point at a time (NumPy pads a shorter id with zeros)
+        c = codes[:, j]
+        h = np.where(c != 0, (h ^ c) * p, h)  # unsigned: wraps around, as FNV does
+    return h
+
+
+class _Queries:
+    """The qrels' queries and those of the run read so far: a qrels query by its place
+    in the qrels (a binary search of their sorted ids: no Python object a query), one
+    the qrels lack by id (`_IdSet`)."""
+
+    def __init__(self, qids: np.ndarray):  # the qrels' query ids (a str array)
+        self.qids, self.order = qids, np.argsort(qids, kind="stable")
+        self.sorted = qids[self.order]  # as `sorted_ids` sorts them (code points)
+        # looked up by hash (a binary search of str is ~20x slower), each found id
+        # checked against the qrels' own; two qrels ids of one hash: by str instead
+        h = _hashes(qids)
+        self.by_hash = np.argsort(h, kind="stable")
+        self.hashes = h[self.by_hash]
+        if (self.hashes[1:] == self.hashes[:-1]).any():
+            self.hashes = None
+        self.reset()
+
+    def reset(self):
+        "Forget the run's queries (a pass begun again)."
+        self.in_run = np.zeros(len(self.qids), bool)  # by qrels place
+        self.others, self.first = _IdSet(), []  # the first few others in run order
+
+    def places(self, ids: np.ndarray) -> np.ndarray:
+        "The qrels place of each id of `ids` (a str array); -1 where the qrels lack it."
+        if not len(self.sorted):
+            return np.full(len(ids), -1, np.int64)
+        if self.hashes is None:
+            i = np.minimum(np.searchsorted(self.sorted, ids), len(self.sorted) - 1)
+            return np.where(self.sorted[i] == ids, self.order[i], -1)
+        h = _hashes(ids)
+        o = np.argsort(h)  # keys in order: each search starts where the last ended
+        i = np.empty(len(h), np.int64)
+        i[o] = np.searchsorted(self.hashes, h[o])
+        at = self.by_hash[np.minimum(i, len(self.hashes) - 1)]
+        return np.where(self.qids[at] == ids, at, -1)  # the same id, not just its hash
+
+    def met(self, at: np.ndarray, ids: np.ndarray) -> bool:
+        "True if a query of a block (`at`: `places(ids)`) was read before."
+        mine = at >= 0
+        return bool(self.in_run[at[mine]].any() or self.others.has(ids[~mine]).any())
+
+    def add(self, at: np.ndarray, ids: np.ndarray):
+        "Mark the queries `ids` (`at`: their places; each once, none met) as read."
+        self.in_run[at[at >= 0]] = True
+        other = ids[at < 0]
+        self.others.add(other)
+        self.first += other[: 5 - len(self.first)].tolist()
+
+    def __bool__(self) -> bool:  # True once the run held a query
+        return bool(self.in_run.any() or len(self.others))
+
+
 class NotGrouped(Exception):
     "The run is not written query by query: a query's lines are in two places."
 
@@ -180,8 +281,9 @@ def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
         texts.close()
 
 
-def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
-    "Score `path` by batches (only those in `keys` if given); NotGrouped if unsorted."
+def _grouped(path, size: int, score, seen: _Queries | None, keys=None, name=None):
+    """Score `path` by batches (only those in `keys` if given; else each query read is
+    added to `seen`); NotGrouped if unsorted."""
     name = path if name is None else name  # the file named in messages (a pipe's copy)
     fast, many = _large(path), Path(path).stat().st_size > size
     blocks = _blocks(path, size, keys, name, fast, ahead=many)
@@ -193,11 +295,12 @@ def _grouped(path, size: int, score, seen: dict, keys=None, name=None):
             # scored as it is)
             if keys is None and many and (rc.qcode[1:] < rc.qcode[:-1]).any():
                 raise NotGrouped(name)
-            qids = rc.qids.tolist()  # Python's str: hashed at once
-            if keys is None and any(q in seen for q in qids):  # or in an earlier block
+            at = score.queries.places(rc.qids)  # a qrels query by its place, at once
+            if keys is None and seen.met(at, rc.qids):  # or in an earlier block
                 raise NotGrouped(name)
-            seen.update(dict.fromkeys(qids))
-            score(i, rc)
+            if keys is None:
+                seen.add(at, rc.qids)
+            score(i, rc, at)
     finally:  # a query met again ends the pass: its reader stops at once
         blocks.close()
 
@@ -208,28 +311,43 @@ def _large(path) -> bool:
 
 # %% ../../nbs/api/metrics_stream.ipynb #aa7bf198
 class _Spill:
-    """What the files of one spill share: each query's number (in order of first
+    """What the files of one spill share: each query's number (a qrels query: its place
+    in the qrels; one the qrels lack: the next number after them, in order of first
     appearance) and the doc ids' type: integers (int64) or strings."""
 
-    def __init__(self, ints: bool | None = None):
-        self.index, self.ints, self._queries = {}, ints, None
+    def __init__(self, queries: _Queries, ints: bool | None = None):
+        self.q, self.index, self.ints, self._queries = queries, {}, ints, None
         self.text = self.rows = 0  # bytes of text read, and rows: its bytes a row
 
     def per_row(self) -> float:
         "Bytes of the run's text a row, on average (once every line is read)."
         return self.text / max(self.rows, 1)
 
-    def numbers(self, qids: list) -> np.ndarray:
-        "The number of each query id of `qids` (a new one: the next number)."
-        got = list(map(self.index.get, qids))  # the queries seen before: at C's speed
-        if None in got:
-            got = [self.index.setdefault(q, len(self.index)) for q in qids]
-        return np.array(got, np.int64)
+    def numbers(self, qids: np.ndarray) -> np.ndarray:
+        "The number of each query id of `qids` (a str array), each marked as read."
+        at = self.q.places(qids)
+        self.q.in_run[at[at >= 0]] = True
+        other = at < 0
+        if other.any():  # a Python dict for the queries the qrels lack only
+            ids = qids[other].tolist()
+            got = list(map(self.index.get, ids))  # those seen before: at C's speed
+            if None in got:
+                got = [self.index.setdefault(q, len(self.index)) for q in ids]
+            at[other] = len(self.q.qids) + np.array(got, np.int64)
+        return at
+
+    def done(self):
+        "Mark the queries the qrels lack as read, once every line is."
+        self.q.others.add(np.array(list(self.index), dtype=str))
+        self.q.first = list(self.index)[:5]
 
     def queries(self) -> np.ndarray:
         "The query ids by number (a str array), once every query has one."
-        if self._queries is None or len(self._queries) != len(self.index):
-            self._queries = np.array(list(self.index), dtype=str)
+        if self._queries is None or len(self._queries) != len(self.q.qids) + len(
+            self.index
+        ):
+            other = np.array(list(self.index), dtype=str)
+            self._queries = np.concatenate([self.q.qids, other])
         return self._queries
 
 
@@ -323,7 +441,7 @@ def _write_block(c: Columns, number: np.ndarray | None, files: _Files):
         sp.ints = c.docs is None
     if sp.ints and c.docs is not None:
         raise _MixedIds()
-    number = sp.numbers(c.qids.tolist()) if number is None else number
+    number = sp.numbers(c.qids) if number is None else number
     # at most 256 files: one byte a row, which numpy's stable sort sorts by radix
     small = np.uint8 if files.nb <= 256 else np.int64
     qb = files.files(number).astype(small)[c.qcode]
@@ -398,12 +516,14 @@ def spill(
     path: Path,  # a TREC run whose queries are not grouped
     size: int,  # about how many bytes of text a spilled file holds
     folder: Path,  # where the files go (`{b}.arrow`, and `queries.arrow`)
-    seen: dict,  # {query_id: None}, updated with every query read
+    seen: _Queries | None = None,  # the qrels' queries (each query read is added);
+    # None: none (every query numbered in order of first appearance)
     name: str | Path | None = None,  # the file named in messages; None: `path`
 ) -> list:
     """Spread the lines of `path` over files of whole queries, about `size` bytes each;
     returns the names `b` (str) of batches of them (`spilled` reads one)."""
     name = path if name is None else name  # the file named in messages (a pipe's copy)
+    seen = _Queries(np.zeros(0, str)) if seen is None else seen
     n = path.stat().st_size * (8 if compression_of(path, _head(path)) else 1)
     fast = _large(path)
 
@@ -415,17 +535,17 @@ def spill(
                 sp.text, sp.rows = sp.text + len(text), sp.rows + len(c)
                 yield c, None  # its queries' numbers: looked up by id
 
-    sp = _Spill()
+    sp = _Spill(seen)
     big = max(size, min(2 * size, _SPILLED_UP_TO))  # a spilled file's rows, as text
     try:
         out = _spread(parts(sp), n, big, folder, sp)
     except _MixedIds:  # integer doc ids first, others later: again, all as strings
         for f in folder.glob("*.arrow"):
             f.unlink()
-        sp = _Spill(ints=False)
+        sp = _Spill(seen, ints=False)
         out = _spread(parts(sp), n, big, folder, sp)
     _write_queries(folder, sp.queries())
-    seen.update(dict.fromkeys(sp.index))
+    sp.done()
     return _batches(out, big, sp.per_row())  # a file half full: scored with others
 
 # %% ../../nbs/api/metrics_stream.ipynb #bdb160c9
@@ -508,12 +628,22 @@ def spilled(
     return rc
 
 # %% ../../nbs/api/metrics_stream.ipynb #c1224040
-def _query_rule(qids: list, seen: dict, c, make_comparable: bool) -> list:
-    "The qrels queries scored, by the same rule (and error) as the in-memory path."
+def _query_rule(seen: _Queries, c, make_comparable: bool) -> np.ndarray:
+    """The qrels places of the queries scored, in `sorted_ids`' order, by the same rule
+    (and error) as the in-memory path."""
+    order, in_run = seen.order, seen.in_run[seen.order]
+    if make_comparable or (in_run.all() and (c.queries != "same" or not seen.others)):
+        return order  # every qrels query (one the run lacks: an empty ranking)
+    if c.queries == "common" and in_run.any():
+        return order[in_run]  # the queries both hold
+    # refused: the error `apply_query_rule` raises, from Python lists (made only here)
+    qids = seen.sorted.tolist()
+    others = seen.first + [q for q in seen.others.ids().tolist() if q not in seen.first]
     e, f = np.zeros(len(qids), np.int64), np.zeros(0)
-    in_run = np.array([q in seen for q in qids], bool)
-    j = Joined(qids, e, f, e, f, f, list, list(seen), in_run)
-    return apply_query_rule(j, c, make_comparable).query_ids
+    rids = seen.sorted[in_run].tolist() + others
+    j = Joined(qids, e, f, e, f, f, list, rids, in_run)
+    apply_query_rule(j, c, make_comparable)  # raises a QueryMismatch
+    raise AssertionError("a query rule refused queries it then accepted")
 
 
 def _empty_run() -> Columns:
@@ -531,16 +661,16 @@ def _measures(names: list) -> dict:
 class _Scorer:
     "Scores batches of whole queries; keeps only their per-query values."
 
-    def __init__(self, qc: Columns, names: list, c, make_comparable: bool, size: int):
+    def __init__(self, qc: Columns, names: list, c, make_comparable: bool, size: int,
+                 queries: _Queries):  # fmt: skip
         self.qc, self.names, self.c, self.mc = qc, names, c, make_comparable
         self.once = _measures(names)  # each measure scored once, under its first name
-        n = np.bincount(qc.qcode, minlength=len(qc.qids))
-        self.judged = dict(zip(qc.qids, n.tolist()))
-        self.at = {q: i for i, q in enumerate(qc.qids.tolist())}  # its qrels place
+        self.queries = queries  # a query is kept by its qrels place: arrays, no dicts
+        self.judged = np.bincount(qc.qcode, minlength=len(qc.qids))  # qrels lines
         self.lines = max(1, size // _LINE)  # about how many lines a block holds
-        self.depth, self.width = 0, max(self.judged.values())  # widths so far
-        self.parts = {}  # batch key -> (query ids, {metric: values}, depth, width)
-        self.depths = {}  # each scored query's number of results
+        self.depth, self.width = 0, int(self.judged.max())  # widths so far
+        self.parts = {}  # batch key -> (qrels places, {metric: values}, depth, width)
+        self.depths = np.full(len(qc.qids), -1, np.int64)  # results a scored query
 
     def _score(self, qs: Columns, rc: Columns, depth: int, width: int) -> tuple:
         "(query ids, {metric: values}, results) of a batch, at the run's widths."
@@ -549,10 +679,11 @@ class _Scorer:
         ids, v, rl = scores_of(qs, rc, names, self.mc, **kw)  # evaluate's own step
         return ids, {m: v[f] for m, f in self.once.items()}, rl
 
-    def __call__(self, key, rc: Columns):
-        "Score the queries of `rc` the qrels hold (`key` names the batch)."
-        at = np.array([self.at.get(q, -1) for q in rc.qids.tolist()], np.int64)
-        keep = at >= 0  # a hash lookup a query: no sort of the two lists of ids
+    def __call__(self, key, rc: Columns, at: np.ndarray | None = None):
+        """Score the queries of `rc` the qrels hold (`key` names the batch; `at`: their
+        qrels places if known)."""
+        at = self.queries.places(rc.qids) if at is None else at
+        keep = at >= 0  # a binary search of the qrels' ids: no sort of the run's
         if not keep.any():
             return
         judged = np.zeros(len(self.qc.qids), bool)
@@ -560,13 +691,15 @@ class _Scorer:
         qs, rs = select_queries(self.qc, judged), select_queries(rc, keep)
         self.depth = max(self.depth, int(np.bincount(rs.qcode).max()))
         ids, values, rl = self._score(qs, rs, self.depth, self.width)
-        self.depths.update(zip(ids, rl.tolist()))
-        self.parts[key] = (ids, values, self.depth, self.width)
+        p = self.queries.places(np.array(ids, dtype=str))
+        self.depths[p] = rl
+        self.parts[key] = (p, values, self.depth, self.width)
 
-    def table(self, qids: list, missing: list, rescore) -> dict:
-        "{metric: values of `qids`}; batches scored at other widths are scored again."
-        self.depth = max([self.depths[q] for q in qids if q in self.depths], default=0)
-        self.width = max([self.judged[q] for q in qids], default=0)
+    def table(self, kept: np.ndarray, missing: np.ndarray, rescore) -> dict:
+        """{metric: values of the queries at the qrels places `kept`} (`missing`: those
+        the run lacks); batches scored at other widths are scored again."""
+        self.depth = max(int(self.depths[kept].max(initial=0)), 0)
+        self.width = int(self.judged[kept].max(initial=0))
         redo = [k for k, p in self.parts.items() if p[2:] != (self.depth, self.width)]
         if redo:
             rescore(redo)  # calls self(key, columns) again for each of them
@@ -575,17 +708,18 @@ class _Scorer:
         step = max(1, self.lines // max(self.depth, self.width, 1))
         for i in range(0, len(missing), step):
             judged = np.zeros(len(self.qc.qids), bool)
-            judged[[self.at[q] for q in missing[i : i + step]]] = True
+            judged[missing[i : i + step]] = True
             qs = select_queries(self.qc, judged)
             ids, values, _ = self._score(qs, _empty_run(), self.depth, self.width)
-            self.parts["missing", i] = (ids, values)
-        pos, cols = {}, {m: [] for m in self.names}
-        for ids, values, *_ in self.parts.values():
+            p = self.queries.places(np.array(ids, dtype=str))
+            self.parts["missing", i] = (p, values)
+        pos, cols, n = np.full(len(self.qc.qids), -1, np.int64), {}, 0
+        for p, values, *_ in self.parts.values():
             for m in self.names:
-                cols[m].append(values[m])
-            pos.update(zip(ids, range(len(pos), len(pos) + len(ids))))
-        at = np.array([pos[q] for q in qids], np.int64)
-        return {m: np.concatenate(v)[at] for m, v in cols.items()}
+                cols.setdefault(m, []).append(values[m])
+            pos[p] = np.arange(n, n + len(p))  # where each query's values are
+            n += len(p)
+        return {m: np.concatenate(cols[m])[pos[kept]] for m in self.names}
 
 # %% ../../nbs/api/metrics_stream.ipynb #dfc62083
 def evaluate_file(
@@ -614,11 +748,12 @@ def evaluate_file(
     with tempfile.TemporaryDirectory(prefix="irbook-run-", dir=tmp) as folder:
         cols, kept = _score_file(qc, path, names, c, make_comparable, memory, folder)
     if per_query == "columns":  # what the DataFrame would hold, without pandas
-        return list(kept), cols
+        return qc.qids[kept].tolist(), cols  # (`kept`: the queries' qrels places)
     if per_query:
         import pandas as pd
 
-        return pd.DataFrame(cols, index=pd.Index(kept, name="query_id"))
+        kept = pd.Index(qc.qids[kept].tolist(), name="query_id")
+        return pd.DataFrame(cols, index=kept)
     out = {m: aggregate(m, v) for m, v in cols.items()}
     return out[names[0]] if isinstance(metrics, str) and len(names) == 1 else out
 
@@ -652,15 +787,17 @@ def _score_file(qc, path, names, c, make_comparable, memory, folder) -> tuple:
 
 def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tuple:
     "`_score_file`'s passes over `src`, the readable copy of `path`."
-    score, seen = _Scorer(qc, names, c, make_comparable, size), {}
+    seen = _Queries(qc.qids)
+    score = _Scorer(qc, names, c, make_comparable, size, seen)
     try:  # a run written query by query: one pass
 
         def again(keys):
-            _grouped(src, size, score, {}, set(keys), path)
+            _grouped(src, size, score, None, set(keys), path)
 
         _grouped(src, size, score, seen, name=path)
     except NotGrouped:  # any other: its lines grouped by query on disk first
-        score, seen = _Scorer(qc, names, c, make_comparable, size), {}
+        seen.reset()
+        score = _Scorer(qc, names, c, make_comparable, size, seen)
 
         files = spill(src, size, folder, seen, path)
         queries = _read_queries(folder)  # the query ids by number, read once
@@ -672,5 +809,5 @@ def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tup
         again(files)
     if not seen:
         raise ValueError(f"{path}: the run file holds no results")
-    kept = _query_rule(sorted_ids(list(qc.qids)), seen, c, make_comparable)
-    return score.table(kept, [q for q in kept if q not in seen], again), kept
+    kept = _query_rule(seen, c, make_comparable)  # qrels places, in the output order
+    return score.table(kept, kept[~seen.in_run[kept]], again), kept
