@@ -46,8 +46,15 @@ def random_case(rng) -> tuple:
     return qrels, {q: d for q, d in run.items() if d}
 
 
+@pytest.mark.parametrize("counted,chunk", [(8, 2**21), (0, 2**21), (40, 7)])
 @pytest.mark.parametrize("seed", range(2))
-def test_positions_equal_ranked(seed):
+def test_positions_equal_ranked(seed, counted, chunk, monkeypatch):
+    """Equal bits, a judged doc's rank counted (up to `counted` a ranking, `chunk`
+    comparisons at a time: 7 cuts every ranking apart) or read from a sort."""
+    import irbook.metrics.positions as P
+
+    monkeypatch.setattr(P, "_COUNTED", counted)
+    monkeypatch.setattr(P, "_CHUNK", chunk)
     rng = np.random.default_rng(seed)
     assert positions_ok(NAMES)
     checked = 0

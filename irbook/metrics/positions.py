@@ -12,7 +12,16 @@ from .join import Ranked, join_inputs, rank_classes
 from .registry import MEASURES, parse_metric, ranked_inputs, ratio
 
 # %% auto #0
-__all__ = ['KERNELS', 'TOP_K', 'Positions', 'to_positions', 'positions_ok', 'score_batch', 'score_positions']
+__all__ = [
+    "KERNELS",
+    "TOP_K",
+    "Positions",
+    "to_positions",
+    "positions_ok",
+    "score_batch",
+    "score_positions",
+]
+
 
 # %% ../../nbs/api/metrics_positions.ipynb #3a55420c
 @dataclass
@@ -65,6 +74,7 @@ class Positions:
             convention=q.convention, pooled=np.zeros((self.n_queries, w), bool),
         )  # fmt: skip
 
+
 # %% ../../nbs/api/metrics_positions.ipynb #1cabe20f
 def _out_of_order(key, rlab, starts) -> np.ndarray:
     """(n_q,) bool: the rankings whose `key` (flat, query by query) rises somewhere,
@@ -79,7 +89,37 @@ def _out_of_order(key, rlab, starts) -> np.ndarray:
     out[np.searchsorted(starts, pairs[bad], side="right") - 1] = True
     return out
 
+
 # %% ../../nbs/api/metrics_positions.ipynb #2527b50d
+_COUNTED = 8  # a ranking with at most this many judged docs: their ranks are counted
+_CHUNK = 2**21  # comparisons at a time
+
+
+def _counted_ranks(key, at, query, starts, redo) -> np.ndarray:
+    """The rank of each judged doc (flat place `at`, in ranking `query`) of the rankings
+    `redo` that hold at most `_COUNTED` of them, as the number of docs of its ranking
+    that score higher: no sort, and the same rank as any convention's order gives where
+    no other doc of its ranking has its score; -1 elsewhere (ties, other rankings)."""
+    out = np.full(len(at), -1, np.int64)
+    m = np.bincount(query, minlength=len(starts) - 1)
+    pick = np.flatnonzero(redo[query] & (m[query] <= _COUNTED))
+    n = (starts[1:] - starts[:-1])[query[pick]]  # the docs each one is compared with
+    ends = np.cumsum(n)
+    lo = 0
+    while lo < len(pick):  # at most about _CHUNK comparisons at a time
+        hi = max(lo + 1, int(np.searchsorted(ends, ends[lo] - n[lo] + _CHUNK, "right")))
+        p, k = pick[lo:hi], n[lo:hi]
+        owner = np.repeat(np.arange(len(p)), k)
+        first = np.repeat(np.cumsum(k) - k, k)
+        doc = np.repeat(starts[query[p]], k) + np.arange(int(k.sum())) - first
+        mine = key[at[p]][owner]
+        higher = np.bincount(owner, key[doc] > mine, len(p)).astype(np.int64)
+        tied = np.bincount(owner, key[doc] == mine, len(p))  # itself: 1
+        out[p[tied == 1]] = higher[tied == 1]
+        lo = hi
+    return out
+
+
 def to_positions(
     qrels: object,  # {q: {doc: label}}, a table, `Columns`... as `to_ranked` takes
     run: object,  # {q: {doc: score}}, a table, `Columns`... as `to_ranked` takes
@@ -102,6 +142,12 @@ def to_positions(
     redo = np.zeros(len(rl), bool)
     if c.score_dtype is not None or passes:  # else a ranx Run: its order is ranx's
         redo = _out_of_order(key, rlab, starts)
+    if redo.any():  # a judged doc's rank counted where no other doc ties it
+        counted = _counted_ranks(key, at, query, starts, redo)
+        rank = np.where(counted >= 0, counted, rank)
+        left = np.zeros(len(rl), bool)  # a ranking one of whose judged docs is tied
+        left[query[redo[query] & (counted < 0)]] = True
+        redo &= left
     if redo.any():  # those rankings ordered as `to_ranked` orders them
         rows = np.flatnonzero(np.repeat(redo, rl))  # their rows, end to end
         n = rl[redo]
@@ -130,6 +176,7 @@ def to_positions(
                n_judged, convention=c)  # fmt: skip
     return Positions(q, rl, depth, query, rank, rlab[at])
 
+
 # %% ../../nbs/api/metrics_positions.ipynb #40e8aab1
 def _first(p: Positions, mask: np.ndarray) -> np.ndarray:
     "(n_q,) int: the rank of each query's first doc `mask` keeps (-1: none)."
@@ -137,6 +184,7 @@ def _first(p: Positions, mask: np.ndarray) -> np.ndarray:
     rows, first = np.unique(p.query[mask], return_index=True)
     out[rows] = p.rank[mask][first]
     return out
+
 
 # %% ../../nbs/api/metrics_positions.ipynb #ea6e1c34
 def _in_turn(p: Positions, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -151,14 +199,17 @@ def _in_turn(p: Positions, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
     grid[rows, turn] = values
     return grid.cumsum(axis=1)[:, -1]
 
+
 # %% ../../nbs/api/metrics_positions.ipynb #5b83cd77
 def _hits(p, k, lvl):
     return p.count(p.hits(k, lvl)).astype(np.float64)
+
 
 # %% ../../nbs/api/metrics_positions.ipynb #160bea5f
 def _mrr(p, k, lvl):
     r = _first(p, p.hits(k, lvl))
     return np.where(r >= 0, 1.0 / np.maximum(r + 1, 1), 0.0)
+
 
 # %% ../../nbs/api/metrics_positions.ipynb #cc1560c8
 def _map(p, k, lvl):
@@ -169,23 +220,28 @@ def _map(p, k, lvl):
     prec = nth.astype(np.float64) / (p.rank[hit] + 1).astype(np.float64)
     return ratio(_in_turn(p, hit, prec), p.qrels.n_rel(lvl))
 
+
 # %% ../../nbs/api/metrics_positions.ipynb #1a10aa2f
 def _precision(p, k, lvl):
     return ratio(_hits(p, k, lvl), np.full(p.n_queries, k) if k > 0 else p.n_retrieved)
+
 
 # %% ../../nbs/api/metrics_positions.ipynb #323a4eeb
 def _recall(p, k, lvl):
     return ratio(_hits(p, k, lvl), p.qrels.n_rel(lvl))
 
+
 # %% ../../nbs/api/metrics_positions.ipynb #89f89d05
 def _f1(pr, rc):
     return ratio(2 * pr * rc, pr + rc)
+
 
 # %% ../../nbs/api/metrics_positions.ipynb #4c9708a1
 def _r_precision(p, k, lvl):
     R = p.qrels.n_rel(lvl)
     top = np.where(R > 0, np.minimum(p.n_retrieved, R), p.n_retrieved)
     return ratio(p.count((p.label >= lvl) & (p.rank < top[p.query])), R)
+
 
 # %% ../../nbs/api/metrics_positions.ipynb #11b97784
 # each measure a batch's judged ranks say all of, and its kernel on them; the graded
@@ -206,6 +262,7 @@ KERNELS = {
 }
 TOP_K = ("dcg", "ndcg", "dcg_burges", "ndcg_burges")
 
+
 # %% ../../nbs/api/metrics_positions.ipynb #3b8530ae
 def positions_ok(
     names: list,  # metric names, expanded
@@ -221,6 +278,7 @@ def positions_ok(
         if name not in TOP_K and name not in KERNELS:
             return False
     return True
+
 
 # %% ../../nbs/api/metrics_positions.ipynb #5504be4e
 def score_batch(

@@ -235,15 +235,24 @@ def _parsed(text, name, fast: bool, first) -> Columns | None:
         return parse_block(text, name, "run", line)  # raises, naming the line
 
 
-def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
+def _blocks(
+    path, size: int, keys, name, fast: bool, ahead: bool, read=None, whole=True
+) -> Iterator:
     """(number, `Columns`) of each block of `path` to score (those in `keys` if given);
     `ahead`: the next one read and parsed by pyarrow in a thread while this one is
-    checked and scored."""
-    texts = query_blocks(path, size, lines=False)
+    checked and scored; `read`: a list whose first item counts the bytes of text;
+    `whole`: blocks of whole queries (else of whole lines, as a spill reads them)."""
+
+    def texts_of():
+        if whole:
+            return (t for t, _ in query_blocks(path, size, lines=False))
+        return read_blocks(path, size)
+
+    texts = texts_of()
     blocks = enumerate(texts)
 
     def next_text():  # only one thread at a time reads `blocks`
-        for i, (text, _) in blocks:
+        for i, text in blocks:
             if keys is None or i in keys:
                 # pyarrow's fields (a large file's regular block): in its own threads
                 return i, text, fast_table(text, "run") if fast else None
@@ -252,13 +261,14 @@ def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
     def columns(i, text, table):  # checked `Columns` (None: comments only)
         rc = None if table is None else table_checked(table, "run")
         if rc is None:  # not regular: the line reader, line numbers only for an error
-            lines = (t for t, _ in query_blocks(path, size, lines=False))
-            rc = _parsed(text, name, False, lambda: _line_of(lines, i))
+            rc = _parsed(text, name, False, lambda: _line_of(texts_of(), i))
         return rc
 
     if not ahead:
         try:
             while (got := next_text()) is not None:
+                if read is not None:
+                    read[0] += len(got[1])
                 i, rc, got = got[0], columns(*got), None  # its text and table let go
                 if rc is not None:  # before it is scored
                     yield i, rc
@@ -272,6 +282,8 @@ def _blocks(path, size: int, keys, name, fast: bool, ahead: bool) -> Iterator:
         job = pool.submit(next_text)
         while (got := job.result()) is not None:
             job = pool.submit(next_text)  # the next block parsed while this one is
+            if read is not None:
+                read[0] += len(got[1])
             # checked (a bad line raises here, in order), its text and table let go,
             i, rc, got = got[0], columns(*got), None
             if rc is not None:
@@ -395,13 +407,17 @@ def _table(c: Columns, order: np.ndarray, number: np.ndarray, ints: bool):
 
 class _Files:
     """The files one pass of a spill writes: `nb` of them, `folder/<prefix><b>.arrow`,
-    each new query to the next in turn; the rows written to each."""
+    each new query to the next in turn; the rows written to each. Record batches are
+    held until they reach `held` bytes, then sorted by file together and written a
+    slice a file: fewer, larger slices than a block at a time."""
 
-    def __init__(self, nb: int, folder: Path, prefix: str, sp: _Spill):
+    def __init__(self, nb: int, folder: Path, prefix: str, sp: _Spill, held: int):
         self.nb, self.folder, self.prefix, self.sp = nb, folder, prefix, sp
         self.of = np.full(1024, -1, np.int64)  # each query's file, by query number
         self.queries = 0  # queries given a file so far
         self.writers, self.rows = {}, {}
+        self.held, self.small, self.most = [], [], held
+        self.bytes = self.little = 0  # bytes held, and of them in small batches
 
     def files(self, number: np.ndarray) -> np.ndarray:
         "The file of each query of the numbers `number` (a new one: the next file)."
@@ -410,12 +426,55 @@ class _Files:
             grown[: len(self.of)] = self.of
             self.of = grown
         got = self.of[number]
-        new = number[got < 0]
+        new = np.unique(number[got < 0])  # each once (a number a row repeats them)
         if len(new):
             self.of[new] = (self.queries + np.arange(len(new))) % self.nb
             self.queries += len(new)
             got = self.of[number]
         return got
+
+    def add(self, t):
+        "Spread the rows of the record batch `t` (`_schema`'s columns) over the files."
+        n = t.nbytes  # (pyarrow adds its buffers' sizes up each time: once)
+        if n >= self.most // 4:  # a block: its rows sorted by file now
+            self.held.append(self._by_file(t))
+        else:  # a small one (a file spread again): sorted with others, whose
+            self.small.append(t)  # join and sort take two more copies: half as many
+            self.little += n
+        self.bytes += n
+        if self.bytes >= self.most or self.little >= self.most // 2:
+            self.flush()
+
+    def _by_file(self, t) -> tuple:
+        "(the rows of `t` in file order, where each file's rows begin and end)."
+        import pyarrow.compute as pc
+
+        # at most 256 files: one byte a row, which numpy's stable sort sorts by radix
+        small = np.uint8 if self.nb <= 256 else np.int64
+        qb = self.files(arrow_numpy(t.column("q")).astype(np.int64)).astype(small)
+        order = np.argsort(qb, kind="stable")  # file order within each query
+        pool = memory_pool()  # not pyarrow's default: it keeps what is freed
+        t = pc.take(t, numpy_arrow(order), memory_pool=pool)
+        return t, np.searchsorted(qb[order], np.arange(self.nb + 1))
+
+    def flush(self):
+        "Write the rows held, each file's in one record batch, in their order."
+        import pyarrow as pa
+
+        pool = memory_pool()
+        if self.small:  # small batches: joined, then sorted as one
+            t = pa.concat_batches(self.small, memory_pool=pool)
+            self.small, self.little = [], 0
+            self.held.append(self._by_file(t))
+        for b in range(self.nb):  # a file's slices of each batch held, joined
+            parts = [
+                t.slice(c[b], c[b + 1] - c[b]) for t, c in self.held if c[b + 1] > c[b]
+            ]
+            if len(parts) > 1:
+                parts = [pa.concat_batches(parts, memory_pool=pool)]
+            if parts:
+                self.write(b, parts[0])
+        self.held, self.bytes = [], 0
 
     def write(self, b: int, t):
         "Append the record batch `t` to file `b`."
@@ -429,42 +488,38 @@ class _Files:
         self.rows[key] = self.rows.get(key, 0) + t.num_rows
 
     def close(self):
-        for w in self.writers.values():
-            w.close()
+        try:
+            self.flush()
+        finally:
+            for w in self.writers.values():
+                w.close()
 
 
-def _write_block(c: Columns, number: np.ndarray | None, files: _Files):
-    """Append the rows of `c` to `files`, a query's rows to one file (`number`: its
-    queries' numbers; None: looked up by id)."""
-    sp = files.sp
+def _spilled_rows(c: Columns, sp: _Spill):
+    "The rows of the block `c` as a record batch of `_schema`, each query by number."
     if sp.ints is None:  # the first block says which type the doc ids are spilled as
         sp.ints = c.docs is None
     if sp.ints and c.docs is not None:
         raise _MixedIds()
-    number = sp.numbers(c.qids) if number is None else number
-    # at most 256 files: one byte a row, which numpy's stable sort sorts by radix
-    small = np.uint8 if files.nb <= 256 else np.int64
-    qb = files.files(number).astype(small)[c.qcode]
-    order = np.argsort(qb, kind="stable")  # file order within each query
-    t = _table(c, order, number, sp.ints)
-    cuts = np.searchsorted(qb[order], np.arange(files.nb + 1))
-    for b in np.flatnonzero(np.diff(cuts)).tolist():  # one sort, then slices of it
-        files.write(b, t.slice(cuts[b], cuts[b + 1] - cuts[b]))
+    return _table(c, slice(None), sp.numbers(c.qids), sp.ints)
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
 # at most this many files are written at once (a fuller one is spread again): a pass
-# writes (blocks x files) slices, so more files cost slices and more levels cost passes
+# writes (times it writes x files) slices, so more files cost slices and more levels
+# cost passes
 _FANOUT = 256
-# a block read to be spilled takes about half the memory of one scored (bench/
-# streaming.py --sweep): up to this much more text is read at a time, so that small
-# blocks, each holding most of the run's queries, are fewer
-_SPILL_MORE = 4 * 2**20
 # a spilled file holds no text to parse (its rows are read back as numbers), so where
 # blocks are small (a small --memory) a spilled file holds up to twice a block's rows,
 # up to this much text's worth: half as many files to write, read and score (a shuffled
 # 50M-line run at --memory 4: 47 -> 36 s; the bound held, bench/streaming.py --sweep);
 # larger blocks are left as they are (at 64 MB twice the rows was slower: 2.0 s / 1.8)
 _SPILLED_UP_TO = 2 * 2**20
+# a pass reads blocks of text as scoring does (the next one parsed in a thread while
+# this one is written), and holds up to a block's text's worth of rows, at least this
+# much, before it writes them, a slice a file: a slice a block and file were tiny where
+# blocks are small (a shuffled 50M-line run at --memory 4: 28 s with a block's worth,
+# 22 s with this; at 64 MB holding twice a block peaked 15 MB higher, no faster)
+_HELD = 4 * 2**20
 
 
 def _head(path) -> bytes:
@@ -473,17 +528,19 @@ def _head(path) -> bytes:
         return f.read(16)
 
 
-def _spread(parts, n: int, size: int, folder: Path, sp: _Spill, prefix="") -> list:
-    """Spread the rows of `parts` (an iterator of (`Columns`, their queries' numbers or
-    None), ~`n` bytes of text in all) over files of whole queries of about `size` bytes
-    of text; [(a file's name, its rows)], in order."""
+def _spread(
+    parts, n: int, size: int, folder: Path, sp: _Spill, held: int, prefix=""
+) -> list:
+    """Spread the rows of `parts` (an iterator of record batches of `_schema`, ~`n`
+    bytes of text in all) over files of whole queries of about `size` bytes of text,
+    `held` bytes of rows at a time; [(a file's name, its rows)], in order."""
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
     if nb > _FANOUT:  # files spread again: levels of equal fan-out, as few as can be
         nb = math.ceil(nb ** (1 / math.ceil(math.log(nb, _FANOUT))))
-    files = _Files(nb, folder, prefix, sp)
+    files = _Files(nb, folder, prefix, sp, held)
     try:
-        for c, number in parts:
-            _write_block(c, number, files)
+        for t in parts:
+            files.add(t)
     finally:
         files.close()
     out, queries = [], np.bincount(files.of[files.of >= 0], minlength=nb)
@@ -494,7 +551,7 @@ def _spread(parts, n: int, size: int, folder: Path, sp: _Spill, prefix="") -> li
             out.append((key, rows))  # small enough, or a single query (scored whole)
             continue
         f = folder / f"{key}.arrow"
-        out += _spread(_spilled_parts(f, size, sp), big, size, folder, sp, f"{key}.")
+        out += _spread(_spilled_batches(f), big, size, folder, sp, held, f"{key}.")
         f.unlink()  # spread again, over files of its own
     return out
 
@@ -526,24 +583,23 @@ def spill(
     seen = _Queries(np.zeros(0, str)) if seen is None else seen
     n = path.stat().st_size * (8 if compression_of(path, _head(path)) else 1)
     fast = _large(path)
+    held = max(size, _HELD)  # bytes of rows held before they are written
 
     def parts(sp: _Spill):
-        step = size + min(size, _SPILL_MORE)  # bytes of text read at a time
-        for i, text in enumerate(read_blocks(path, step)):
-            c = _parsed(text, name, fast, lambda: _line_of(read_blocks(path, step), i))
-            if c is not None:  # every line checked
-                sp.text, sp.rows = sp.text + len(text), sp.rows + len(c)
-                yield c, None  # its queries' numbers: looked up by id
+        read = [0]  # the next block parsed while this one is written
+        for _, c in _blocks(path, size, None, name, fast, True, read, whole=False):
+            sp.text, sp.rows = read[0], sp.rows + len(c)  # every line checked
+            yield _spilled_rows(c, sp)
 
     sp = _Spill(seen)
     big = max(size, min(2 * size, _SPILLED_UP_TO))  # a spilled file's rows, as text
     try:
-        out = _spread(parts(sp), n, big, folder, sp)
+        out = _spread(parts(sp), n, big, folder, sp, held)
     except _MixedIds:  # integer doc ids first, others later: again, all as strings
         for f in folder.glob("*.arrow"):
             f.unlink()
         sp = _Spill(seen, ints=False)
-        out = _spread(parts(sp), n, big, folder, sp)
+        out = _spread(parts(sp), n, big, folder, sp, held)
     _write_queries(folder, sp.queries())
     sp.done()
     return _batches(out, big, sp.per_row())  # a file half full: scored with others
@@ -567,35 +623,26 @@ def _read_queries(folder: Path) -> np.ndarray:
     return np.array(t.column("q").to_pylist(), dtype=str)
 
 
-def _spilled_parts(f: Path, size: int, sp: _Spill):
-    """The rows of the spilled file `f` as (`Columns`, their queries' numbers) of about
-    `size` bytes of text each."""
+def _spilled_batches(f: Path):
+    "The record batches of the spilled file `f`, as they were written."
     import pyarrow as pa
 
     with pa.OSFile(str(f)) as src:
-        batches, n = [], 0
-        for batch in pa.ipc.open_stream(src, memory_pool=memory_pool()):
-            batches.append(batch)
-            n += batch.num_rows
-            if n * sp.per_row() >= size:
-                yield _as_columns(pa.Table.from_batches(batches), sp.queries(), True)
-                batches, n = [], 0
-        if batches:
-            yield _as_columns(pa.Table.from_batches(batches), sp.queries(), True)
+        yield from pa.ipc.open_stream(src, memory_pool=memory_pool())
 
 
-def _as_columns(t, queries: np.ndarray, numbers: bool = False):
+def _as_columns(t, queries: np.ndarray) -> Columns:
     """`Columns` of a spilled table (`queries`: the query ids by number), its rows
-    grouped by query, each query's rows in the order of the file (`numbers`: and its
-    queries' numbers, a pair)."""
+    grouped by query, each query's rows in the order of the file."""
     import pyarrow as pa
 
     number = arrow_numpy(t.column("q"))
     present = np.zeros(len(queries), bool)
     present[number] = True
-    code = (np.cumsum(present) - 1)[number]
-    # grouped by a stable sort of the codes: by radix for fewer than 65,536 queries
-    few = np.uint16 if len(queries) <= 2**16 else np.int64
+    codes = np.cumsum(present) - 1
+    code = codes[number]
+    # grouped by a stable sort of the codes: by radix for up to 65,536 queries
+    few = np.uint16 if len(codes) and codes[-1] < 2**16 else np.int64
     order = np.argsort(code.astype(few), kind="stable")
     d = t.column("d")
     if pa.types.is_integer(d.type):  # plain integer ids: as they are
@@ -603,8 +650,7 @@ def _as_columns(t, queries: np.ndarray, numbers: bool = False):
     else:
         dcode, docs = doc_codes(d)
     v = arrow_numpy(t.column("v"))
-    c = Columns("run", code[order], queries[present], dcode[order], docs, v[order])
-    return (c, np.flatnonzero(present)) if numbers else c
+    return Columns("run", code[order], queries[present], dcode[order], docs, v[order])
 
 
 def spilled(
@@ -785,6 +831,24 @@ def _score_file(qc, path, names, c, make_comparable, memory, folder) -> tuple:
     return out
 
 
+def _read_ahead(keys, read) -> Iterator:
+    """(key, `read(key)`) for each of `keys` in turn, the next one read in a thread
+    while this one is used (a spilled batch read while the one before is scored)."""
+    from concurrent.futures import ThreadPoolExecutor  # pyarrow and numpy free the GIL
+
+    keys = list(keys)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="irbook-read")
+    try:
+        job = pool.submit(read, keys[0]) if keys else None
+        for i, key in enumerate(keys):
+            got = job.result()  # an error raises here, in order
+            job = pool.submit(read, keys[i + 1]) if i + 1 < len(keys) else None
+            yield key, got
+            got = None  # let go before the next one is waited for
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
 def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tuple:
     "`_score_file`'s passes over `src`, the readable copy of `path`."
     seen = _Queries(qc.qids)
@@ -803,8 +867,8 @@ def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tup
         queries = _read_queries(folder)  # the query ids by number, read once
 
         def again(keys):
-            for b in keys:
-                score(b, spilled(path, folder, b, queries))
+            for b, rc in _read_ahead(keys, lambda b: spilled(path, folder, b, queries)):
+                score(b, rc)
 
         again(files)
     if not seen:
