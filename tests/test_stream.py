@@ -132,6 +132,32 @@ def test_queries_looked_up_by_hash_or_by_str(tmp_path, monkeypatch):
             pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
+@pytest.mark.parametrize("fanout,held", [(4, 0), (4, 10**6), (2, 0)])
+def test_a_spill_spread_again_over_levels(tmp_path, monkeypatch, fanout, held):
+    """At most `fanout` files written at once: a shuffled run spread again over several
+    levels (files of their own, then files in one file, then batches of those), its
+    rows held a block's worth (`held` 0) or all at once: the same values as in memory,
+    and every level's files read."""
+    import irbook.metrics.stream as S
+
+    monkeypatch.setattr(S, "_FANOUT", fanout)
+    monkeypatch.setattr(S, "_HELD", held)
+    spread, names = S._spread, []
+
+    def spreading(parts, n, size, folder, sp, held, prefix=""):
+        out = spread(parts, n, size, folder, sp, held, prefix)
+        names.extend(name for name, _ in out)
+        return out
+
+    monkeypatch.setattr(S, "_spread", spreading)
+    qrels = M.read_columns(make_files(tmp_path, 12), "qrels")
+    for convention in CONVENTIONS:
+        kw = dict(convention=convention, make_comparable=True, per_query=True)
+        want, got = both(qrels, tmp_path / "unsorted", **kw)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert any(n.count(".") >= 2 and "all@" in n for n in names), names[:5]  # 3 levels
+
+
 def test_batches_hold_whole_queries_and_stay_near_the_block_size(tmp_path):
     make_files(tmp_path, 2)
     text = (tmp_path / "run").read_bytes()

@@ -165,6 +165,8 @@ class _Queries:
     def __init__(self, qids: np.ndarray):  # the qrels' query ids (a str array)
         self.qids, self.order = qids, np.argsort(qids, kind="stable")
         self.sorted = qids[self.order]  # as `sorted_ids` sorts them (code points)
+        self.rank = np.empty(len(qids), np.int64)  # each place's rank in that order
+        self.rank[self.order] = np.arange(len(qids))
         # looked up by hash (a binary search of str is ~20x slower), each found id
         # checked against the qrels' own; two qrels ids of one hash: by str instead
         h = _hashes(qids)
@@ -411,8 +413,11 @@ class _Files:
     held until they reach `held` bytes, then sorted by file together and written a
     slice a file: fewer, larger slices than a block at a time."""
 
-    def __init__(self, nb: int, folder: Path, prefix: str, sp: _Spill, held: int):
+    def __init__(self, nb, folder: Path, prefix: str, sp: _Spill, held: int, one=False):
         self.nb, self.folder, self.prefix, self.sp = nb, folder, prefix, sp
+        # `one`: every file's batches in one Arrow IPC file, `<prefix>all.arrow` (a
+        # file spread again: one a file, each made in about a millisecond, cost more)
+        self.one, self.all, self.index = one, None, {}
         self.of = np.full(1024, -1, np.int64)  # each query's file, by query number
         self.queries = 0  # queries given a file so far
         self.writers, self.rows = {}, {}
@@ -436,7 +441,8 @@ class _Files:
     def add(self, t):
         "Spread the rows of the record batch `t` (`_schema`'s columns) over the files."
         n = t.nbytes  # (pyarrow adds its buffers' sizes up each time: once)
-        if n >= self.most // 4:  # a block: its rows sorted by file now
+        if n >= self.most // 4:  # a block: its rows sorted by file now (after the
+            self._join_small()  # small ones before it: a query's rows keep their order)
             self.held.append(self._by_file(t))
         else:  # a small one (a file spread again): sorted with others, whose
             self.small.append(t)  # join and sort take two more copies: half as many
@@ -457,15 +463,21 @@ class _Files:
         t = pc.take(t, numpy_arrow(order), memory_pool=pool)
         return t, np.searchsorted(qb[order], np.arange(self.nb + 1))
 
+    def _join_small(self):
+        "The small batches held, joined, then sorted by file as one."
+        import pyarrow as pa
+
+        if self.small:
+            t = pa.concat_batches(self.small, memory_pool=memory_pool())
+            self.small, self.little = [], 0
+            self.held.append(self._by_file(t))
+
     def flush(self):
         "Write the rows held, each file's in one record batch, in their order."
         import pyarrow as pa
 
         pool = memory_pool()
-        if self.small:  # small batches: joined, then sorted as one
-            t = pa.concat_batches(self.small, memory_pool=pool)
-            self.small, self.little = [], 0
-            self.held.append(self._by_file(t))
+        self._join_small()
         for b in range(self.nb):  # a file's slices of each batch held, joined
             parts = [
                 t.slice(c[b], c[b + 1] - c[b]) for t, c in self.held if c[b + 1] > c[b]
@@ -481,17 +493,30 @@ class _Files:
         import pyarrow as pa
 
         key = f"{self.prefix}{b}"
-        if key not in self.writers:
-            path = str(self.folder / f"{key}.arrow")
-            self.writers[key] = pa.ipc.new_stream(path, _schema(self.sp.ints))
-        self.writers[key].write_batch(t)
+        if self.one:
+            if self.all is None:
+                path = str(self.folder / f"{self.prefix}all.arrow")
+                self.all = pa.ipc.new_file(path, _schema(self.sp.ints))
+            self.index.setdefault(key, []).append(self.all.stats.num_record_batches)
+            self.all.write_batch(t)
+        else:
+            if key not in self.writers:
+                path = str(self.folder / f"{key}.arrow")
+                self.writers[key] = pa.ipc.new_stream(path, _schema(self.sp.ints))
+            self.writers[key].write_batch(t)
         self.rows[key] = self.rows.get(key, 0) + t.num_rows
+
+    def name(self, key: str) -> str:
+        "The name file `key` is read by: its own, or `<prefix>all@<its batches>`."
+        if not self.one:
+            return key
+        return f"{self.prefix}all@" + ",".join(map(str, self.index[key]))
 
     def close(self):
         try:
             self.flush()
         finally:
-            for w in self.writers.values():
+            for w in [*self.writers.values(), *[self.all] * (self.all is not None)]:
                 w.close()
 
 
@@ -537,22 +562,23 @@ def _spread(
     nb = max(1, -(-n // size) * 2)  # twice as many files as blocks: some are fuller
     if nb > _FANOUT:  # files spread again: levels of equal fan-out, as few as can be
         nb = math.ceil(nb ** (1 / math.ceil(math.log(nb, _FANOUT))))
-    files = _Files(nb, folder, prefix, sp, held)
+    files = _Files(nb, folder, prefix, sp, held, one=bool(prefix))
     try:
         for t in parts:
             files.add(t)
     finally:
         files.close()
     out, queries = [], np.bincount(files.of[files.of >= 0], minlength=nb)
-    for key in sorted(files.writers, key=lambda k: int(k[len(prefix) :])):
-        rows = files.rows[key]
+    for key in sorted(files.rows, key=lambda k: int(k[len(prefix) :])):
+        rows, name = files.rows[key], files.name(key)
         big = int(rows * sp.per_row())  # its rows' text, about: a file's bytes are
         if big <= size or queries[int(key[len(prefix) :])] < 2:  # fewer (numbers)
-            out.append((key, rows))  # small enough, or a single query (scored whole)
+            out.append((name, rows))  # small enough, or a single query (scored whole)
             continue
-        f = folder / f"{key}.arrow"
-        out += _spread(_spilled_batches(f), big, size, folder, sp, held, f"{key}.")
-        f.unlink()  # spread again, over files of its own
+        batches = _stored_batches(folder, name)
+        out += _spread(batches, big, size, folder, sp, held, f"{key}.")
+        if not files.one:  # spread again, over files of its own
+            (folder / f"{name}.arrow").unlink()
     return out
 
 
@@ -623,17 +649,24 @@ def _read_queries(folder: Path) -> np.ndarray:
     return np.array(t.column("q").to_pylist(), dtype=str)
 
 
-def _spilled_batches(f: Path):
-    "The record batches of the spilled file `f`, as they were written."
+def _stored_batches(folder: Path, name: str):
+    """The record batches spilled under `name` in `folder`: those of a file, or, for
+    `<file>@<i>,<j>,...`, the batches i, j, ... of that one."""
     import pyarrow as pa
 
-    with pa.OSFile(str(f)) as src:
-        yield from pa.ipc.open_stream(src, memory_pool=memory_pool())
+    file, _, at = name.partition("@")
+    with pa.OSFile(str(folder / f"{file}.arrow")) as src:
+        if not at:  # a file of its own, as written
+            yield from pa.ipc.open_stream(src, memory_pool=memory_pool())
+            return
+        r = pa.ipc.open_file(src, memory_pool=memory_pool())
+        for i in at.split(","):
+            yield r.get_batch(int(i))
 
 
-def _as_columns(t, queries: np.ndarray) -> Columns:
-    """`Columns` of a spilled table (`queries`: the query ids by number), its rows
-    grouped by query, each query's rows in the order of the file."""
+def _as_columns(t, queries: np.ndarray) -> tuple:
+    """(`Columns` of a spilled table (`queries`: the query ids by number), its rows
+    grouped by query, each query's rows in the order of the file; their numbers)."""
     import pyarrow as pa
 
     number = arrow_numpy(t.column("q"))
@@ -650,7 +683,8 @@ def _as_columns(t, queries: np.ndarray) -> Columns:
     else:
         dcode, docs = doc_codes(d)
     v = arrow_numpy(t.column("v"))
-    return Columns("run", code[order], queries[present], dcode[order], docs, v[order])
+    c = Columns("run", code[order], queries[present], dcode[order], docs, v[order])
+    return c, np.flatnonzero(present)
 
 
 def spilled(
@@ -660,18 +694,22 @@ def spilled(
     queries: np.ndarray | None = None,  # the spill's query ids; None: read from folder
 ) -> Columns:
     "The run's queries spilled to the files of batch `b`, as checked `Columns`."
+    return _spilled(path, folder, b, queries)[0]
+
+
+def _spilled(path, folder: Path, b: str, queries: np.ndarray | None) -> tuple:
+    "(`spilled`'s `Columns`, the number of each of its queries)."
     import pyarrow as pa
 
     queries = _read_queries(folder) if queries is None else queries
     tables = []
-    for key in b.split("+"):
-        with pa.OSFile(str(folder / f"{key}.arrow")) as f:
-            tables.append(pa.ipc.open_stream(f, memory_pool=memory_pool()).read_all())
-    rc = _as_columns(pa.concat_tables(tables), queries)
+    for name in b.split("+"):
+        tables.append(pa.Table.from_batches(list(_stored_batches(folder, name))))
+    rc, number = _as_columns(pa.concat_tables(tables), queries)
     problem = columns_problem(rc)
     if problem:  # a doc repeated in a query whose lines are apart
         raise ValueError(f"{path}: {problem.split(': ', 1)[1]}")
-    return rc
+    return rc, number
 
 # %% ../../nbs/api/metrics_stream.ipynb #c1224040
 def _query_rule(seen: _Queries, c, make_comparable: bool) -> np.ndarray:
@@ -737,7 +775,10 @@ class _Scorer:
         qs, rs = select_queries(self.qc, judged), select_queries(rc, keep)
         self.depth = max(self.depth, int(np.bincount(rs.qcode).max()))
         ids, values, rl = self._score(qs, rs, self.depth, self.width)
-        p = self.queries.places(np.array(ids, dtype=str))
+        p = np.flatnonzero(judged)  # the batch's places, in the order of their ids
+        p = p[np.argsort(self.queries.rank[p])]  # (`scores_of` sorts them so: checked)
+        if len(p) != len(ids) or not (self.qc.qids[p] == np.array(ids, str)).all():
+            p = self.queries.places(np.array(ids, dtype=str))
         self.depths[p] = rl
         self.parts[key] = (p, values, self.depth, self.width)
 
@@ -867,8 +908,11 @@ def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tup
         queries = _read_queries(folder)  # the query ids by number, read once
 
         def again(keys):
-            for b, rc in _read_ahead(keys, lambda b: spilled(path, folder, b, queries)):
-                score(b, rc)
+            n = len(qc.qids)  # a number below: the query's qrels place
+            for b, (rc, at) in _read_ahead(
+                keys, lambda b: _spilled(path, folder, b, queries)
+            ):
+                score(b, rc, np.where(at < n, at, -1))
 
         again(files)
     if not seen:
