@@ -115,6 +115,8 @@ def status(field):  # this process's own memory, MB: ru_maxrss would hold the pa
 names = ["ndcg@10", "mrr", "map@1000", "recall@1000"]
 qc = M.read_columns(sys.argv[1], "qrels")
 gc.collect()
+with open("/proc/self/clear_refs", "w") as f:  # the peak from here on: the qrels
+    f.write("5")  # reader's own (transient) peak is not the run's
 rss0 = status("VmRSS")  # what the process holds once the qrels are read
 means = evaluate_file(qc, sys.argv[2], names, convention="trec_eval", memory={memory})
 print(json.dumps(means | {{"rss0_mb": rss0, "hwm_mb": status("VmHWM")}}))
@@ -246,7 +248,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2, help="--sweep: rounds")
     ap.add_argument("--window", type=int, default=512, help="--sweep: shuffle, MB")
     a = ap.parse_args()
-    sizes = [int(x) for x in a.lines.split(",")]
+    sizes = [] if a.sweep else [int(x) for x in a.lines.split(",")]
     in_memory = {int(x) for x in a.memory_paths.split(",") if x}
     limits = {"timeout": a.timeout, "max_rss_mb": 16 * 1024, "min_available_mb": 1024}
     env = dict(os.environ, PYTHONWARNINGS="ignore")

@@ -149,10 +149,10 @@ def _hashes(ids: np.ndarray) -> np.ndarray:
     h = np.full(len(a), 0xCBF29CE484222325, np.uint64)
     if not len(a) or not w:
         return h
-    codes = a.view(np.uint32).reshape(len(a), w).astype(np.uint64)
+    codes = a.view(np.uint32).reshape(len(a), w)
     p = np.uint64(0x100000001B3)
     for j in range(w):  # a code point at a time (NumPy pads a shorter id with zeros)
-        c = codes[:, j]
+        c = codes[:, j].astype(np.uint64)
         h = np.where(c != 0, (h ^ c) * p, h)  # unsigned: wraps around, as FNV does
     return h
 
@@ -163,18 +163,28 @@ class _Queries:
     the qrels lack by id (`_IdSet`)."""
 
     def __init__(self, qids: np.ndarray):  # the qrels' query ids (a str array)
-        self.qids, self.order = qids, np.argsort(qids, kind="stable")
-        self.sorted = qids[self.order]  # as `sorted_ids` sorts them (code points)
-        self.rank = np.empty(len(qids), np.int64)  # each place's rank in that order
-        self.rank[self.order] = np.arange(len(qids))
+        # places as int32 where they fit: a few arrays of one number a qrels query
+        ix = np.int32 if len(qids) < 2**31 else np.int64
+        self.qids, self.order = qids, np.argsort(qids, kind="stable").astype(ix)
+        self.rank = np.empty(len(qids), ix)  # each place's rank in `sorted_ids` order
+        self.rank[self.order] = np.arange(len(qids), dtype=ix)
         # looked up by hash (a binary search of str is ~20x slower), each found id
         # checked against the qrels' own; two qrels ids of one hash: by str instead
         h = _hashes(qids)
-        self.by_hash = np.argsort(h, kind="stable")
+        self.by_hash = np.argsort(h, kind="stable").astype(ix)
         self.hashes = h[self.by_hash]
+        del h
         if (self.hashes[1:] == self.hashes[:-1]).any():
             self.hashes = None
+        self._sorted = None
         self.reset()
+
+    @property
+    def sorted(self) -> np.ndarray:
+        "The qrels' ids sorted as `sorted_ids` sorts them (code points): made on use."
+        if self._sorted is None:
+            self._sorted = self.qids[self.order]
+        return self._sorted
 
     def reset(self):
         "Forget the run's queries (a pass begun again)."
@@ -183,7 +193,7 @@ class _Queries:
 
     def places(self, ids: np.ndarray) -> np.ndarray:
         "The qrels place of each id of `ids` (a str array); -1 where the qrels lack it."
-        if not len(self.sorted):
+        if not len(self.qids):
             return np.full(len(ids), -1, np.int64)
         if self.hashes is None:
             i = np.minimum(np.searchsorted(self.sorted, ids), len(self.sorted) - 1)
@@ -192,7 +202,7 @@ class _Queries:
         o = np.argsort(h)  # keys in order: each search starts where the last ended
         i = np.empty(len(h), np.int64)
         i[o] = np.searchsorted(self.hashes, h[o])
-        at = self.by_hash[np.minimum(i, len(self.hashes) - 1)]
+        at = self.by_hash[np.minimum(i, len(self.hashes) - 1)].astype(np.int64)
         return np.where(self.qids[at] == ids, at, -1)  # the same id, not just its hash
 
     def met(self, at: np.ndarray, ids: np.ndarray) -> bool:
@@ -355,14 +365,28 @@ class _Spill:
         self.q.others.add(np.array(list(self.index), dtype=str))
         self.q.first = list(self.index)[:5]
 
-    def queries(self) -> np.ndarray:
-        "The query ids by number (a str array), once every query has one."
-        if self._queries is None or len(self._queries) != len(self.q.qids) + len(
-            self.index
-        ):
-            other = np.array(list(self.index), dtype=str)
-            self._queries = np.concatenate([self.q.qids, other])
+    def queries(self) -> _Ids:
+        "The query ids by number, once every query has one."
+        if self._queries is None or len(self._queries.others) != len(self.index):
+            self._queries = _Ids(self.q.qids, np.array(list(self.index), dtype=str))
         return self._queries
+
+
+class _Ids:
+    """The query ids of a spill by number: the qrels' ids (numbers below theirs), then
+    those of the queries the qrels lack, two arrays (no copy of the qrels' ids)."""
+
+    def __init__(self, qids: np.ndarray, others: np.ndarray):
+        self.qids, self.others = qids, others
+
+    def __len__(self) -> int:
+        return len(self.qids) + len(self.others)
+
+    def __getitem__(self, numbers: np.ndarray) -> np.ndarray:
+        "The ids of the queries `numbers` (ascending), a str array."
+        n = len(self.qids)
+        i = int(np.searchsorted(numbers, n))
+        return np.concatenate([self.qids[numbers[:i]], self.others[numbers[i:] - n]])
 
 
 class _MixedIds(Exception):
@@ -418,7 +442,8 @@ class _Files:
         # `one`: every file's batches in one Arrow IPC file, `<prefix>all.arrow` (a
         # file spread again: one a file, each made in about a millisecond, cost more)
         self.one, self.all, self.index = one, None, {}
-        self.of = np.full(1024, -1, np.int64)  # each query's file, by query number
+        # each query's file, by query number (-1: none yet); at most _FANOUT files
+        self.of = np.full(1024, -1, np.int16 if nb <= 2**15 else np.int64)
         self.queries = 0  # queries given a file so far
         self.writers, self.rows = {}, {}
         self.held, self.small, self.most = [], [], held
@@ -427,7 +452,7 @@ class _Files:
     def files(self, number: np.ndarray) -> np.ndarray:
         "The file of each query of the numbers `number` (a new one: the next file)."
         if len(number) and number.max() >= len(self.of):
-            grown = np.full(max(2 * len(self.of), number.max() + 1), -1, np.int64)
+            grown = np.full(max(2 * len(self.of), number.max() + 1), -1, self.of.dtype)
             grown[: len(self.of)] = self.of
             self.of = grown
         got = self.of[number]
@@ -631,22 +656,28 @@ def spill(
     return _batches(out, big, sp.per_row())  # a file half full: scored with others
 
 # %% ../../nbs/api/metrics_stream.ipynb #bdb160c9
-def _write_queries(folder: Path, queries: np.ndarray):
-    "The query ids of a spill by number, to `folder/queries.arrow`."
+def _write_queries(folder: Path, queries: _Ids):
+    """The ids of the queries of a spill the qrels lack, by number, to
+    `folder/queries.arrow` (with the number of the first: how many the qrels hold)."""
     import pyarrow as pa
 
-    t = pa.table([numpy_arrow(queries)], names=["q"])
+    t = pa.table([numpy_arrow(queries.others)], names=["q"])
+    t = t.replace_schema_metadata({"first": str(len(queries.qids))})
     with pa.ipc.new_stream(str(folder / "queries.arrow"), t.schema) as w:
         w.write_table(t)
 
 
-def _read_queries(folder: Path) -> np.ndarray:
-    "The query ids of the spill in `folder`, by number (a str array)."
+def _read_queries(folder: Path, qids: np.ndarray | None = None) -> _Ids:
+    """The query ids of the spill in `folder`, by number (`qids`: the qrels' ids, if the
+    spill was given them)."""
     import pyarrow as pa
 
     with pa.OSFile(str(folder / "queries.arrow")) as f:
         t = pa.ipc.open_stream(f).read_all()
-    return np.array(t.column("q").to_pylist(), dtype=str)
+    qids = np.zeros(0, str) if qids is None else qids
+    if int(t.schema.metadata[b"first"]) != len(qids):
+        raise ValueError(f"{folder}: a spill numbered by the qrels: pass their ids")
+    return _Ids(qids, np.array(t.column("q").to_pylist(), dtype=str))
 
 
 def _stored_batches(folder: Path, name: str):
@@ -664,16 +695,17 @@ def _stored_batches(folder: Path, name: str):
             yield r.get_batch(int(i))
 
 
-def _as_columns(t, queries: np.ndarray) -> tuple:
+def _as_columns(t, queries: _Ids) -> tuple:
     """(`Columns` of a spilled table (`queries`: the query ids by number), its rows
     grouped by query, each query's rows in the order of the file; their numbers)."""
     import pyarrow as pa
 
     number = arrow_numpy(t.column("q"))
-    present = np.zeros(len(queries), bool)
+    present = np.zeros(len(queries), bool)  # a bool a query of the spill
     present[number] = True
-    codes = np.cumsum(present) - 1
-    code = codes[number]
+    small = np.int64 if len(present) >= 2**31 else np.int32
+    codes = np.cumsum(present, dtype=small) - 1
+    code = codes[number].astype(np.int64)  # (keys made of it need 64 bits)
     # grouped by a stable sort of the codes: by radix for up to 65,536 queries
     few = np.uint16 if len(codes) and codes[-1] < 2**16 else np.int64
     order = np.argsort(code.astype(few), kind="stable")
@@ -683,21 +715,23 @@ def _as_columns(t, queries: np.ndarray) -> tuple:
     else:
         dcode, docs = doc_codes(d)
     v = arrow_numpy(t.column("v"))
-    c = Columns("run", code[order], queries[present], dcode[order], docs, v[order])
-    return c, np.flatnonzero(present)
+    number = np.flatnonzero(present)
+    c = Columns("run", code[order], queries[number], dcode[order], docs, v[order])
+    return c, number
 
 
 def spilled(
     path: str | Path,  # the run, named in errors
     folder: Path,  # where `spill` wrote the files
     b: str,  # a batch's name: its files' names, joined by '+'
-    queries: np.ndarray | None = None,  # the spill's query ids; None: read from folder
+    queries: _Ids | None = None,  # the spill's query ids (`_read_queries`); None: read
+    # from folder (a spill not given the qrels' queries)
 ) -> Columns:
     "The run's queries spilled to the files of batch `b`, as checked `Columns`."
     return _spilled(path, folder, b, queries)[0]
 
 
-def _spilled(path, folder: Path, b: str, queries: np.ndarray | None) -> tuple:
+def _spilled(path, folder: Path, b: str, queries: _Ids | None) -> tuple:
     "(`spilled`'s `Columns`, the number of each of its queries)."
     import pyarrow as pa
 
@@ -750,11 +784,12 @@ class _Scorer:
         self.qc, self.names, self.c, self.mc = qc, names, c, make_comparable
         self.once = _measures(names)  # each measure scored once, under its first name
         self.queries = queries  # a query is kept by its qrels place: arrays, no dicts
-        self.judged = np.bincount(qc.qcode, minlength=len(qc.qids))  # qrels lines
+        n = np.bincount(qc.qcode, minlength=len(qc.qids))  # qrels lines a query
+        self.judged = n.astype(np.int32) if n.max(initial=0) < 2**31 else n
         self.lines = max(1, size // _LINE)  # about how many lines a block holds
         self.depth, self.width = 0, int(self.judged.max())  # widths so far
         self.parts = {}  # batch key -> (qrels places, {metric: values}, depth, width)
-        self.depths = np.full(len(qc.qids), -1, np.int64)  # results a scored query
+        self.depths = np.full(len(qc.qids), -1, np.int32)  # results a scored query
 
     def _score(self, qs: Columns, rc: Columns, depth: int, width: int) -> tuple:
         "(query ids, {metric: values}, results) of a batch, at the run's widths."
@@ -806,7 +841,11 @@ class _Scorer:
                 cols.setdefault(m, []).append(values[m])
             pos[p] = np.arange(n, n + len(p))  # where each query's values are
             n += len(p)
-        return {m: np.concatenate(cols[m])[pos[kept]] for m in self.names}
+        at, pos, out = pos[kept], None, {}
+        self.parts = {}  # each measure's values let go once they are put in order
+        for m in self.names:
+            out[m] = np.concatenate(cols.pop(m))[at]
+        return out
 
 # %% ../../nbs/api/metrics_stream.ipynb #dfc62083
 def evaluate_file(
@@ -905,7 +944,7 @@ def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tup
         score = _Scorer(qc, names, c, make_comparable, size, seen)
 
         files = spill(src, size, folder, seen, path)
-        queries = _read_queries(folder)  # the query ids by number, read once
+        queries = _read_queries(folder, qc.qids)  # the query ids by number, once
 
         def again(keys):
             n = len(qc.qids)  # a number below: the query's qrels place
