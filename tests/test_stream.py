@@ -158,6 +158,25 @@ def test_a_spill_spread_again_over_levels(tmp_path, monkeypatch, fanout, held):
     assert any(n.count(".") >= 2 and "all@" in n for n in names), names[:5]  # 3 levels
 
 
+def test_integer_doc_ids_sieved_or_not(tmp_path, monkeypatch):
+    """Integer doc ids are joined with a sieve from `_SIEVED` run docs on: sieved always
+    (with 20 bits, or all in one bucket) or never, the same values in memory and
+    streamed."""
+    import irbook.metrics.join as J
+
+    qrels = M.read_columns(make_files(tmp_path, 13, int_docs=True), "qrels")
+    kw = dict(convention="trec_eval", make_comparable=True, per_query=True)
+    monkeypatch.setattr(J, "_SIEVED", 10**9)  # a binary search of every run doc
+    want = {n: both(qrels, tmp_path / n, **kw)[0] for n in ("run", "unsorted")}
+    assert (want["run"]["map"] > 0).any()
+    for bits in (2**20 - 1, 0):
+        monkeypatch.setattr(J, "_SIEVED", 0)
+        monkeypatch.setattr(J, "_SIEVE", bits)
+        for name, w in want.items():
+            for got in both(qrels, tmp_path / name, **kw):
+                pd.testing.assert_frame_equal(got, w, check_exact=True)
+
+
 def test_batches_hold_whole_queries_and_stay_near_the_block_size(tmp_path):
     make_files(tmp_path, 2)
     text = (tmp_path / "run").read_bytes()
