@@ -12,16 +12,7 @@ from .join import Ranked, join_inputs, rank_classes
 from .registry import MEASURES, parse_metric, ranked_inputs, ratio
 
 # %% auto #0
-__all__ = [
-    "KERNELS",
-    "TOP_K",
-    "Positions",
-    "to_positions",
-    "positions_ok",
-    "score_batch",
-    "score_positions",
-]
-
+__all__ = ['KERNELS', 'TOP_K', 'Positions', 'to_positions', 'positions_ok', 'score_batch', 'score_positions']
 
 # %% ../../nbs/api/metrics_positions.ipynb #3a55420c
 @dataclass
@@ -74,7 +65,6 @@ class Positions:
             convention=q.convention, pooled=np.zeros((self.n_queries, w), bool),
         )  # fmt: skip
 
-
 # %% ../../nbs/api/metrics_positions.ipynb #1cabe20f
 def _out_of_order(key, rlab, starts) -> np.ndarray:
     """(n_q,) bool: the rankings whose `key` (flat, query by query) rises somewhere,
@@ -88,7 +78,6 @@ def _out_of_order(key, rlab, starts) -> np.ndarray:
     bad = ~tied | (rank_classes(rlab[b]) != rank_classes(rlab[a]))
     out[np.searchsorted(starts, pairs[bad], side="right") - 1] = True
     return out
-
 
 # %% ../../nbs/api/metrics_positions.ipynb #2527b50d
 _COUNTED = 8  # a ranking with at most this many judged docs: their ranks are counted
@@ -176,7 +165,6 @@ def to_positions(
                n_judged, convention=c)  # fmt: skip
     return Positions(q, rl, depth, query, rank, rlab[at])
 
-
 # %% ../../nbs/api/metrics_positions.ipynb #40e8aab1
 def _first(p: Positions, mask: np.ndarray) -> np.ndarray:
     "(n_q,) int: the rank of each query's first doc `mask` keeps (-1: none)."
@@ -184,7 +172,6 @@ def _first(p: Positions, mask: np.ndarray) -> np.ndarray:
     rows, first = np.unique(p.query[mask], return_index=True)
     out[rows] = p.rank[mask][first]
     return out
-
 
 # %% ../../nbs/api/metrics_positions.ipynb #ea6e1c34
 def _in_turn(p: Positions, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -199,17 +186,14 @@ def _in_turn(p: Positions, mask: np.ndarray, values: np.ndarray) -> np.ndarray:
     grid[rows, turn] = values
     return grid.cumsum(axis=1)[:, -1]
 
-
 # %% ../../nbs/api/metrics_positions.ipynb #5b83cd77
 def _hits(p, k, lvl):
     return p.count(p.hits(k, lvl)).astype(np.float64)
-
 
 # %% ../../nbs/api/metrics_positions.ipynb #160bea5f
 def _mrr(p, k, lvl):
     r = _first(p, p.hits(k, lvl))
     return np.where(r >= 0, 1.0 / np.maximum(r + 1, 1), 0.0)
-
 
 # %% ../../nbs/api/metrics_positions.ipynb #cc1560c8
 def _map(p, k, lvl):
@@ -220,28 +204,23 @@ def _map(p, k, lvl):
     prec = nth.astype(np.float64) / (p.rank[hit] + 1).astype(np.float64)
     return ratio(_in_turn(p, hit, prec), p.qrels.n_rel(lvl))
 
-
 # %% ../../nbs/api/metrics_positions.ipynb #1a10aa2f
 def _precision(p, k, lvl):
     return ratio(_hits(p, k, lvl), np.full(p.n_queries, k) if k > 0 else p.n_retrieved)
-
 
 # %% ../../nbs/api/metrics_positions.ipynb #323a4eeb
 def _recall(p, k, lvl):
     return ratio(_hits(p, k, lvl), p.qrels.n_rel(lvl))
 
-
 # %% ../../nbs/api/metrics_positions.ipynb #89f89d05
 def _f1(pr, rc):
     return ratio(2 * pr * rc, pr + rc)
-
 
 # %% ../../nbs/api/metrics_positions.ipynb #4c9708a1
 def _r_precision(p, k, lvl):
     R = p.qrels.n_rel(lvl)
     top = np.where(R > 0, np.minimum(p.n_retrieved, R), p.n_retrieved)
     return ratio(p.count((p.label >= lvl) & (p.rank < top[p.query])), R)
-
 
 # %% ../../nbs/api/metrics_positions.ipynb #11b97784
 # each measure a batch's judged ranks say all of, and its kernel on them; the graded
@@ -262,7 +241,6 @@ KERNELS = {
 }
 TOP_K = ("dcg", "ndcg", "dcg_burges", "ndcg_burges")
 
-
 # %% ../../nbs/api/metrics_positions.ipynb #3b8530ae
 def positions_ok(
     names: list,  # metric names, expanded
@@ -278,7 +256,6 @@ def positions_ok(
         if name not in TOP_K and name not in KERNELS:
             return False
     return True
-
 
 # %% ../../nbs/api/metrics_positions.ipynb #5504be4e
 def score_batch(
