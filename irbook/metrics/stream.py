@@ -159,8 +159,8 @@ def _hashes(ids: np.ndarray) -> np.ndarray:
 
 class _Queries:
     """The qrels' queries and those of the run read so far: a qrels query by its place
-    in the qrels (a binary search of their sorted ids: no Python object a query), one
-    the qrels lack by id (`_IdSet`)."""
+    in the qrels (found by a binary search of the ids' hashes: no Python object a
+    query), one the qrels lack by id (`_IdSet`)."""
 
     def __init__(self, qids: np.ndarray):  # the qrels' query ids (a str array)
         # places as int32 where they fit: a few arrays of one number a qrels query
@@ -276,33 +276,35 @@ def _blocks(
             rc = _parsed(text, name, False, lambda: _line_of(texts_of(), i))
         return rc
 
-    if not ahead:
-        try:
-            while (got := next_text()) is not None:
-                if read is not None:
-                    read[0] += len(got[1])
-                i, rc, got = got[0], columns(*got), None  # its text and table let go
-                if rc is not None:  # before it is scored
-                    yield i, rc
-        finally:  # the file closed here, not by the garbage collector (where a
-            texts.close()  # signal's exception would be lost)
-        return
-    from concurrent.futures import ThreadPoolExecutor  # pyarrow and numpy free the GIL
+    # `ahead`: the next block read and parsed while this one is checked (a bad line
+    # raises here, in order) and scored
+    items = _ahead(next_text) if ahead else iter(next_text, None)
+    try:
+        for got in items:
+            if read is not None:
+                read[0] += len(got[1])
+            i, rc, got = got[0], columns(*got), None  # its text and table let go
+            if rc is not None:  # before it is scored
+                yield i, rc
+    finally:  # done, or stopped (an error, a signal, a query met again): the block
+        if ahead:  # being read is finished, no other begun; the file closed here, not
+            items.close()  # by the garbage collector (where a signal's exception
+        texts.close()  # would be lost)
+
+
+def _ahead(produce) -> Iterator:
+    """What `produce()` returns, one item after another until None, the next one made
+    in a thread while this one is used (pyarrow and numpy free Python's lock)."""
+    from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="irbook-read")
     try:
-        job = pool.submit(next_text)
-        while (got := job.result()) is not None:
-            job = pool.submit(next_text)  # the next block parsed while this one is
-            if read is not None:
-                read[0] += len(got[1])
-            # checked (a bad line raises here, in order), its text and table let go,
-            i, rc, got = got[0], columns(*got), None
-            if rc is not None:
-                yield i, rc  # and scored
-    finally:  # done, or stopped (an error, a signal, a query met again): the block
-        pool.shutdown(cancel_futures=True)  # being read is finished, no other begun
-        texts.close()
+        job = pool.submit(produce)
+        while (got := [job.result()])[0] is not None:  # an error raises here, in order
+            job = pool.submit(produce)
+            yield got.pop()  # not held here while it is used
+    finally:  # the item being made is finished, no other begun
+        pool.shutdown(cancel_futures=True)
 
 
 def _grouped(path, size: int, score, seen: _Queries | None, keys=None, name=None):
@@ -409,15 +411,15 @@ def _int_array(x: np.ndarray, kind):
     return pa.Array.from_buffers(kind, len(x), [None, pa.py_buffer(x)])
 
 
-def _table(c: Columns, order: np.ndarray, number: np.ndarray, ints: bool):
-    """The rows `order` of `c` as a pyarrow record batch of `_schema(ints)`: each query
-    by its number (`number[c.qcode]`), the doc ids as integers (`ints`) or strings."""
+def _table(c: Columns, number: np.ndarray, ints: bool):
+    """The rows of `c` as a pyarrow record batch of `_schema(ints)`: each query by its
+    number (`number[c.qcode]`), the doc ids as integers (`ints`) or strings."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     pool = memory_pool()  # numpy_arrow, not pa.array: that would import pandas (35 MB)
-    q = _int_array(number[c.qcode[order]], pa.int32())
-    codes = c.dcode[order]
+    q = _int_array(number[c.qcode], pa.int32())
+    codes = c.dcode
     if ints:  # plain integer ids (c.docs is None): as they are
         d = _int_array(codes, pa.int64())
     elif c.docs is None:
@@ -428,7 +430,7 @@ def _table(c: Columns, order: np.ndarray, number: np.ndarray, ints: bool):
         d = pc.take(c.docs, numpy_arrow(codes), memory_pool=pool)
         d = pc.cast(d, pa.string(), memory_pool=pool)
     # a record batch, not a table: a slice of it is written in half the time
-    return pa.record_batch([q, d, numpy_arrow(c.values[order])], schema=_schema(ints))
+    return pa.record_batch([q, d, numpy_arrow(c.values)], schema=_schema(ints))
 
 
 class _Files:
@@ -551,7 +553,7 @@ def _spilled_rows(c: Columns, sp: _Spill):
         sp.ints = c.docs is None
     if sp.ints and c.docs is not None:
         raise _MixedIds()
-    return _table(c, slice(None), sp.numbers(c.qids), sp.ints)
+    return _table(c, sp.numbers(c.qids), sp.ints)
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
 # at most this many files are written at once (a fuller one is spread again): a pass
@@ -626,7 +628,7 @@ def _batches(files: list, size: int, per_row: float) -> list:
 def spill(
     path: Path,  # a TREC run whose queries are not grouped
     size: int,  # about how many bytes of text a spilled file holds
-    folder: Path,  # where the files go (`{b}.arrow`, and `queries.arrow`)
+    folder: Path,  # where the files go (`{b}.arrow`, `{b}.all.arrow`, `queries.arrow`)
     seen: _Queries | None = None,  # the qrels' queries (each query read is added);
     # None: none (every query numbered in order of first appearance)
     name: str | Path | None = None,  # the file named in messages; None: `path`
@@ -914,24 +916,6 @@ def _score_file(qc, path, names, c, make_comparable, memory, folder) -> tuple:
     return out
 
 
-def _read_ahead(keys, read) -> Iterator:
-    """(key, `read(key)`) for each of `keys` in turn, the next one read in a thread
-    while this one is used (a spilled batch read while the one before is scored)."""
-    from concurrent.futures import ThreadPoolExecutor  # pyarrow and numpy free the GIL
-
-    keys = list(keys)
-    pool = ThreadPoolExecutor(1, thread_name_prefix="irbook-read")
-    try:
-        job = pool.submit(read, keys[0]) if keys else None
-        for i, key in enumerate(keys):
-            got = job.result()  # an error raises here, in order
-            job = pool.submit(read, keys[i + 1]) if i + 1 < len(keys) else None
-            yield key, got
-            got = None  # let go before the next one is waited for
-    finally:
-        pool.shutdown(cancel_futures=True)
-
-
 def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tuple:
     "`_score_file`'s passes over `src`, the readable copy of `path`."
     seen = _Queries(qc.qids)
@@ -951,9 +935,13 @@ def _score_passes(qc, path, src, names, c, make_comparable, size, folder) -> tup
 
         def again(keys):
             n = len(qc.qids)  # a number below: the query's qrels place
-            for b, (rc, at) in _read_ahead(
-                keys, lambda b: _spilled(path, folder, b, queries)
-            ):
+            todo = iter(keys)  # a batch read while the one before is scored
+
+            def read():
+                b = next(todo, None)
+                return None if b is None else (b, *_spilled(path, folder, b, queries))
+
+            for b, rc, at in _ahead(read):
                 score(b, rc, np.where(at < n, at, -1))
 
         again(files)
