@@ -216,3 +216,27 @@ def test_large_reads_show_a_progress_bar(tmp_path, monkeypatch, capsys):
     assert "r.trec.gz" in capsys.readouterr().err
     read_columns(rp, "run", progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_arrow_strs_are_the_strings_of_to_pylist():
+    "`arrow_strs` (ASCII from the bytes, else through Python) equals `to_pylist`."
+    from irbook.metrics.columns import arrow_strs
+
+    cases = [
+        ["a", "bb", ""],
+        [""],
+        ["x" * 30, "7"],
+        ["é", "a"],
+        ["q1", "q22", "q333"],
+        [],
+    ]
+    for xs in cases:
+        a = pa.array(xs, pa.string())
+        for s in (
+            a,
+            a.slice(1),
+            pa.array(xs, pa.large_string()),
+            a.dictionary_encode().dictionary,
+        ):
+            got, want = arrow_strs(s), np.asarray(s.to_pylist(), dtype=str)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()

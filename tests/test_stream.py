@@ -24,20 +24,30 @@ METRICS = ["ndcg@10", "ndcg", "map", "map@5", "mrr", "recall@20", "precision@5",
 TINY = 600 * 14  # a `memory` whose blocks (600 bytes) cut queries everywhere
 
 
-def make_files(folder, seed, int_docs=False, extra_run=3, extra_qrels=3):
-    "A seeded qrels and run: varied depths, tied scores, negative labels, odd queries."
+def make_files(
+    folder, seed, int_docs=False, extra_run=3, extra_qrels=3, int_qids=False
+):
+    """A seeded qrels and run: varied depths, tied scores, negative labels, odd queries
+    (`int_qids`: query ids that are integers, and run-only ones that read as one of
+    the qrels' with a leading zero, "03" against "3")."""
     rng = np.random.default_rng(seed)
     doc = (lambda d: str(d)) if int_docs else (lambda d: f"d{d}")
     nq = 40
+
+    def query(q):
+        if not int_qids:
+            return f"q{q}"
+        return f"0{q + extra_qrels}" if q < extra_qrels else str(q)
+
     run, qrels = [], []
-    for q in range(nq + extra_run):  # the last `extra_run` queries have no judgements
+    for q in range(nq + extra_run):  # the first `extra_qrels` have no judgements
         depth = int(rng.integers(1, 70))
         for i, d in enumerate(rng.choice(300, depth, replace=False)):
             score = rng.integers(0, 6) / 4  # ties, which the conventions break apart
-            run.append(f"q{q} Q0 {doc(d)} {i + 1} {score} tag\n")
-    for q in range(extra_qrels, nq + extra_qrels):  # the first queries: unjudged
+            run.append(f"{query(q)} Q0 {doc(d)} {i + 1} {score} tag\n")
+    for q in range(extra_qrels, nq + extra_qrels):  # the run lacks the last ones
         for d in rng.choice(300, int(rng.integers(1, 25)), replace=False):
-            qrels.append(f"q{q} 0 {doc(d)} {rng.integers(-1, 4)}\n")
+            qrels.append(f"{query(q)} 0 {doc(d)} {rng.integers(-1, 4)}\n")
     (folder / "qrels").write_text("".join(qrels))
     (folder / "run").write_text("".join(run))
     shuffled = list(run)
@@ -46,6 +56,17 @@ def make_files(folder, seed, int_docs=False, extra_run=3, extra_qrels=3):
     (folder / "run.gz").write_bytes(gzip.compress("".join(run).encode()))
     (folder / "unsorted.gz").write_bytes(gzip.compress("".join(shuffled).encode()))
     return folder / "qrels"
+
+
+@pytest.fixture(params=["lines", "pyarrow"])
+def reader(request, monkeypatch):
+    """Blocks read by the line reader (a small file's) or by pyarrow, as a large file's
+    are (a spill's rows then made from pyarrow's fields, `_spill_batch`)."""
+    import irbook.metrics.stream as S
+
+    if request.param == "pyarrow":
+        monkeypatch.setattr(S, "_large", lambda path: True)
+    return request.param
 
 
 def both(qrels, run, **kw):
@@ -96,7 +117,7 @@ def test_query_rules_are_the_in_memory_ones(tmp_path, convention):
 
 
 @pytest.mark.parametrize("name", ["run", "unsorted"])
-def test_many_queries_on_one_side_only(tmp_path, name):
+def test_many_queries_on_one_side_only(tmp_path, name, reader):
     """More queries on one side than an error shows (12 the qrels lack, 9 the run
     lacks), met across many blocks: the same values, and the same error (its first five
     ids, in run order, and its counts), as in memory."""
@@ -112,7 +133,7 @@ def test_many_queries_on_one_side_only(tmp_path, name):
                 pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
-def test_queries_looked_up_by_hash_or_by_str(tmp_path, monkeypatch):
+def test_queries_looked_up_by_hash_or_by_str(tmp_path, monkeypatch, reader):
     """An id's hash is the same in arrays of any width; a qrels whose ids share a hash
     is looked up by str instead, with the same values as in memory either way."""
     import irbook.metrics.stream as S
@@ -121,15 +142,71 @@ def test_queries_looked_up_by_hash_or_by_str(tmp_path, monkeypatch):
     b = np.array(["q1", "q10", "ab\u00e9", "a much longer id"])
     assert (S._hashes(a) == S._hashes(b)[:3]).all() and len(set(S._hashes(b))) == 4
     qrels = M.read_columns(make_files(tmp_path, 11, extra_run=12), "qrels")
-    assert S._Queries(qrels.qids).hashes is not None
+    assert S._Queries(qrels.qids).table is not None
     kw = dict(per_query=True, make_comparable=True)
     for by in ("hash", "str"):
         if by == "str":  # every id one hash
             monkeypatch.setattr(S, "_hashes", lambda x: np.zeros(len(x), np.uint64))
-            assert S._Queries(qrels.qids).hashes is None
+            assert S._Queries(qrels.qids).table is None
         for name in ("run", "unsorted"):
             want, got = both(qrels, tmp_path / name, **kw)
             pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+@pytest.mark.parametrize("int_docs", [False, True])
+def test_integer_query_ids_are_looked_up_by_value(tmp_path, reader, int_docs):
+    """Query ids that are all plain integers are looked up by their value (a table of
+    ints, no hash), and a run id that reads as one of them with a leading zero ("03")
+    stays another query, as in memory, read in order or spilled."""
+    import irbook.metrics.stream as S
+
+    qrels = M.read_columns(make_files(tmp_path, 14, int_docs, int_qids=True), "qrels")
+    assert S._Queries(qrels.qids).ints
+    assert "03" in (tmp_path / "run").read_text() and "3" in set(qrels.qids)
+    for convention in CONVENTIONS:
+        for mc in (False, True):
+            kw = dict(convention=convention, make_comparable=mc, per_query=True)
+            for name in ("run", "unsorted"):
+                want, got = both(qrels, tmp_path / name, **kw)
+                if isinstance(want, str):
+                    assert got == want and "03" in got
+                else:
+                    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def test_query_lookup_tables(tmp_path):
+    """Every qrels id is found at its place and no other id is, for tables of any size,
+    ids that are integers or not; a table whose last ids pass its end wraps round."""
+    import irbook.metrics.stream as S
+
+    for n in (1, 2, 3, 7, 100, 5000):
+        for ints in (False, True):
+            ids = np.array([str(i) if ints else f"q{i}" for i in range(n)])
+            q = S._Queries(ids)
+            assert q.ints == ints and q.table is not None
+            table = q.table[q.table >= 0]
+            assert (np.sort(table) == np.arange(n)).all()
+            others = np.array(["0" + ids[0], ids[-1] + "x", "-1", "", str(n), f"q{n}"])
+            got = q.places(np.concatenate([ids[::-1], others]))
+            assert (got == np.r_[np.arange(n)[::-1], [-1] * len(others)]).all()
+    for n in (3, 50):  # every id's own slot the table's last but one
+        h = np.arange(n, dtype=np.uint64)
+        table, bits = S._hash_table(h, np.int32)
+        slots = S._slots(h, bits)
+        for i in range(n):  # reached from its own slot before a free one
+            k = slots[i]
+            while table[k] != i:
+                assert table[k] >= 0
+                k = (k + 1) % len(table)
+
+
+def test_int_values_are_those_of_plain_integers():
+    import irbook.metrics.columns as C
+
+    ids = ["0", "7", "007", "+7", " 7", "7 ", "1e3", "12a", "", "9" * 18, "9" * 19]
+    ok, value = C._int_values(np.array(ids))
+    want = np.array([C.plain_int(i) for i in ids])  # the reader's rule, an id at a time
+    assert (ok == (want >= 0)).all() and (value[ok] == want[ok]).all() and ok.sum() == 3
 
 
 @pytest.mark.parametrize("fanout,held", [(4, 0), (4, 10**6), (2, 0)])
@@ -253,7 +330,7 @@ def test_a_bad_line_late_in_the_run_is_named_as_in_memory(tmp_path, bad):
 
 
 @pytest.mark.parametrize("bad", ["q5 Q0 d1 1 x t", "q5 Q0 d1 1 inf t"])
-def test_a_bad_line_late_in_a_spilled_run_is_named_as_in_memory(tmp_path, bad):
+def test_a_bad_line_late_in_a_spilled_run_is_named_as_in_memory(tmp_path, bad, reader):
     "A shuffled run's lines are numbered only for an error's message, and rightly."
     qrels = M.read_columns(make_files(tmp_path, 4), "qrels")
     lines = (tmp_path / "unsorted").read_text().splitlines(keepends=True)
@@ -264,7 +341,7 @@ def test_a_bad_line_late_in_a_spilled_run_is_named_as_in_memory(tmp_path, bad):
 
 
 @pytest.mark.parametrize("later", ["d5", "007", "x y"])
-def test_a_spill_whose_later_doc_ids_are_not_integers(tmp_path, later):
+def test_a_spill_whose_later_doc_ids_are_not_integers(tmp_path, later, reader):
     """A shuffled run spills its doc ids as integers while they all are: one that is
     not, after the first block, makes it spill them as strings, with the same values
     (and the same error) as in memory."""
@@ -279,7 +356,7 @@ def test_a_spill_whose_later_doc_ids_are_not_integers(tmp_path, later):
         pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
-def test_a_repeated_doc_is_refused(tmp_path):
+def test_a_repeated_doc_is_refused(tmp_path, reader):
     qrels = M.read_columns(make_files(tmp_path, 5), "qrels")
     lines = (tmp_path / "run").read_text().splitlines(keepends=True)
     (tmp_path / "dup").write_text("".join(lines[:-1] + [lines[-2], lines[-1]]))
@@ -288,6 +365,31 @@ def test_a_repeated_doc_is_refused(tmp_path):
     (tmp_path / "dup2").write_text("".join(lines + [lines[3]]))  # far apart
     want, got = both(qrels, tmp_path / "dup2")
     assert "duplicate doc id" in want and "repeated in query" in got
+    shuffled = (tmp_path / "unsorted").read_text().splitlines(keepends=True)
+    k = len(shuffled) // 2  # a shuffled run's repeat within a block: its line named
+    (tmp_path / "dup3").write_text("".join(shuffled[: k + 1] + shuffled[k:]))
+    want, got = both(qrels, tmp_path / "dup3")
+    assert f"line {k + 2}: duplicate doc id" in want and got == want
+
+
+@pytest.mark.parametrize("int_docs", [False, True])
+def test_a_spilled_run_with_comments(tmp_path, reader, int_docs):
+    """Comment lines in a shuffled run, a result line commented out among them: read
+    past, by pyarrow's blocks too (where such a line parses as any other)."""
+    qrels = M.read_columns(make_files(tmp_path, 15, int_docs), "qrels")
+    lines = (tmp_path / "unsorted").read_text().splitlines(keepends=True)
+    for k in (len(lines) - 4, len(lines) // 2, 3):  # blocks of regular lines only
+        lines.insert(k, "#" + lines[k].replace(" Q0 ", " Q0 x"))
+    lines.insert(1, "# a comment\n")
+    (tmp_path / "commented").write_text("".join(lines))
+    for convention in CONVENTIONS:
+        for mc in (False, True):
+            kw = dict(convention=convention, make_comparable=mc, per_query=True)
+            want, got = both(qrels, tmp_path / "commented", **kw)
+            if isinstance(want, str):
+                assert got == want and "#" not in got
+            else:
+                pd.testing.assert_frame_equal(got, want, check_exact=True)
 
 
 def test_a_run_without_results(tmp_path):

@@ -13,7 +13,10 @@ import numpy as np
 
 from irbook.metrics.columns import (
     Columns,
+    _int_values,
+    _plain_ints,
     arrow_numpy,
+    arrow_strs,
     columns_problem,
     doc_codes,
     numpy_arrow,
@@ -21,6 +24,7 @@ from irbook.metrics.columns import (
 from .conventions import get_convention
 from irbook.metrics.io import (
     SMALL_FILE,
+    _has_empty,
     compression_of,
     fast_table,
     file_changed,
@@ -157,9 +161,42 @@ def _hashes(ids: np.ndarray) -> np.ndarray:
     return h
 
 
+def _slots(h: np.ndarray, bits: int) -> np.ndarray:
+    "Each hash's own slot in a table of 2**`bits` (mixed: FNV's top bits are not)."
+    x = h >> np.uint64(33)  # in place from here: two arrays the size of `h` at most
+    x ^= h
+    x *= np.uint64(0xFF51AFD7ED558CCD)
+    x ^= x >> np.uint64(33)
+    x >>= np.uint64(64 - bits)
+    return x.view(np.int64)
+
+
+def _hash_table(h: np.ndarray, ix) -> tuple:
+    """(a table of the places of the hashes `h`, its bits): open addressing, at most
+    half full, each place in the first free slot from its hash's own on (wrapping)."""
+    bits = max(1, int(np.ceil(np.log2(2 * max(len(h), 1)))))
+    home = _slots(h, bits).astype(ix)  # (a place a number, of `ix`: a few bytes each)
+    order = np.argsort(home).astype(ix)  # (any order among those of one slot)
+    # in order of their own slots, each takes the next slot after the one before,
+    # or its own if that is later: slot_i = i + the most of (own_k - k) for k <= i
+    at, step = home[order], np.arange(len(h), dtype=ix)
+    del home
+    at -= step
+    np.maximum.accumulate(at, out=at)
+    at += step
+    del step
+    table = np.full(2**bits, -1, ix)
+    inside = at < len(table)  # the last few may pass the end: the first free ones
+    table[at[inside]] = order[inside]  # from the start, in order
+    out = order[~inside]
+    if len(out):
+        table[np.flatnonzero(table < 0)[: len(out)]] = out
+    return table, bits
+
+
 class _Queries:
     """The qrels' queries and those of the run read so far: a qrels query by its place
-    in the qrels (found by a binary search of the ids' hashes: no Python object a
+    in the qrels (found by its id's hash in a table of places: no Python object a
     query), one the qrels lack by id (`_IdSet`)."""
 
     def __init__(self, qids: np.ndarray):  # the qrels' query ids (a str array)
@@ -168,16 +205,34 @@ class _Queries:
         self.qids, self.order = qids, np.argsort(qids, kind="stable").astype(ix)
         self.rank = np.empty(len(qids), ix)  # each place's rank in `sorted_ids` order
         self.rank[self.order] = np.arange(len(qids), dtype=ix)
-        # looked up by hash (a binary search of str is ~20x slower), each found id
-        # checked against the qrels' own; two qrels ids of one hash: by str instead
-        h = _hashes(qids)
-        self.by_hash = np.argsort(h, kind="stable").astype(ix)
-        self.hashes = h[self.by_hash]
-        del h
-        if (self.hashes[1:] == self.hashes[:-1]).any():
-            self.hashes = None
-        self._sorted = None
+        # looked up in a table of places by key (a binary search of str is ~20x
+        # slower): ids that are all plain integers by their value (an exact key),
+        # others by hash, each found id checked against the qrels' own; two qrels ids
+        # of one hash: by str instead
+        self._sorted, self.table, self.bits = None, None, 0
+        ok, value = _int_values(qids)
+        self.ints = bool(len(qids)) and bool(ok.all())
+        self.hash = value.view(np.uint64) if self.ints else _hashes(qids)
+        del ok, value
+        h = np.sort(self.hash)
+        if not (h[1:] == h[:-1]).any():
+            del h
+            self.table, self.bits = _hash_table(self.hash, ix)
         self.reset()
+
+    def _found(self, h: np.ndarray) -> np.ndarray:
+        "The qrels place whose id has each hash of `h` (-1: none)."
+        out, mask = np.full(len(h), -1, np.int64), len(self.table) - 1
+        todo, slot = np.arange(len(h)), _slots(h, self.bits)
+        while len(todo):  # a slot at a time, until the hash or a free slot is met
+            p = self.table[slot[todo]].astype(np.int64)
+            used = p >= 0
+            same = used.copy()
+            same[used] = self.hash[p[used]] == h[todo[used]]
+            out[todo[same]] = p[same]
+            todo = todo[used & ~same]
+            slot[todo] = (slot[todo] + 1) & mask
+        return out
 
     @property
     def sorted(self) -> np.ndarray:
@@ -195,15 +250,26 @@ class _Queries:
         "The qrels place of each id of `ids` (a str array); -1 where the qrels lack it."
         if not len(self.qids):
             return np.full(len(ids), -1, np.int64)
-        if self.hashes is None:
+        if self.table is None:
             i = np.minimum(np.searchsorted(self.sorted, ids), len(self.sorted) - 1)
             return np.where(self.sorted[i] == ids, self.order[i], -1)
-        h = _hashes(ids)
-        o = np.argsort(h)  # keys in order: each search starts where the last ended
-        i = np.empty(len(h), np.int64)
-        i[o] = np.searchsorted(self.hashes, h[o])
-        at = self.by_hash[np.minimum(i, len(self.hashes) - 1)].astype(np.int64)
-        return np.where(self.qids[at] == ids, at, -1)  # the same id, not just its hash
+        if self.ints:  # an id that is not a plain integer is none of the qrels'
+            ok, value = _int_values(ids)
+            return np.where(ok, self._found(value.view(np.uint64)), -1)
+        at = self._found(_hashes(ids))
+        same = self.qids[np.maximum(at, 0)] == ids  # the same id, not just its hash
+        return np.where(same, at, -1)
+
+    def places_of(self, s) -> np.ndarray:
+        """`places` of the strings of `s`, a pyarrow string array (the dictionary of a
+        block's query ids): plain integers read as such, no str array made."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.ints and self.table is not None and _plain_ints(s):
+            value = arrow_numpy(pc.cast(s, pa.int64())).astype(np.int64, copy=False)
+            return self._found(value.view(np.uint64))
+        return self.places(arrow_strs(s))
 
     def met(self, at: np.ndarray, ids: np.ndarray) -> bool:
         "True if a query of a block (`at`: `places(ids)`) was read before."
@@ -248,12 +314,15 @@ def _parsed(text, name, fast: bool, first) -> Columns | None:
 
 
 def _blocks(
-    path, size: int, keys, name, fast: bool, ahead: bool, read=None, whole=True
-) -> Iterator:
+    path, size: int, keys, name, fast: bool, ahead: bool, read=None, whole=True,
+    checked=table_checked,
+) -> Iterator:  # fmt: skip
     """(number, `Columns`) of each block of `path` to score (those in `keys` if given);
     `ahead`: the next one read and parsed by pyarrow in a thread while this one is
     checked and scored; `read`: a list whose first item counts the bytes of text;
-    `whole`: blocks of whole queries (else of whole lines, as a spill reads them)."""
+    `whole`: blocks of whole queries (else of whole lines, as a spill reads them);
+    `checked(table, "run")`: what a block pyarrow parsed becomes (None: the line reader
+    reads it, and it becomes `Columns`)."""
 
     def texts_of():
         if whole:
@@ -271,7 +340,7 @@ def _blocks(
         return None
 
     def columns(i, text, table):  # checked `Columns` (None: comments only)
-        rc = None if table is None else table_checked(table, "run")
+        rc = None if table is None else checked(table, "run")
         if rc is None:  # not regular: the line reader, line numbers only for an error
             rc = _parsed(text, name, False, lambda: _line_of(texts_of(), i))
         return rc
@@ -349,13 +418,18 @@ class _Spill:
         "Bytes of the run's text a row, on average (once every line is read)."
         return self.text / max(self.rows, 1)
 
-    def numbers(self, qids: np.ndarray) -> np.ndarray:
-        "The number of each query id of `qids` (a str array), each marked as read."
-        at = self.q.places(qids)
+    def numbers(self, qids) -> np.ndarray:
+        """The number of each query id of `qids` (a str array, or a pyarrow string
+        array: a block's dictionary), each marked as read."""
+        arrow = not isinstance(qids, np.ndarray)
+        at = self.q.places_of(qids) if arrow else self.q.places(qids)
         self.q.in_run[at[at >= 0]] = True
         other = at < 0
         if other.any():  # a Python dict for the queries the qrels lack only
-            ids = qids[other].tolist()
+            if arrow:
+                ids = qids.take(numpy_arrow(np.flatnonzero(other))).to_pylist()
+            else:
+                ids = qids[other].tolist()
             got = list(map(self.index.get, ids))  # those seen before: at C's speed
             if None in got:
                 got = [self.index.setdefault(q, len(self.index)) for q in ids]
@@ -555,6 +629,62 @@ def _spilled_rows(c: Columns, sp: _Spill):
         raise _MixedIds()
     return _table(c, sp.numbers(c.qids), sp.ints)
 
+
+def _spill_batch(t, sp: _Spill):
+    """The rows of `fast_table`'s fields `t` as `_spilled_rows` makes them, checked as
+    `table_checked` checks them but with no `Columns` made: a shuffled block holds
+    thousands of queries, numbered a pyarrow chunk's dictionary at a time (no joined
+    dictionary), and its doc ids are written as read; None if a line is unusual (the
+    line reader reads the block: a comment, an empty field, a repeat, a bad score)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = t.column_names
+    if not t.num_rows or any(t.column(n).null_count for n in names):
+        return None  # a missing value: an empty field where a number belongs
+    if any(_has_empty(t.column(n)) for n in names if n != "f4"):
+        return None  # an empty field: two separators in a row, one at a line end
+    v = np.asarray(arrow_numpy(t.column("f4")), np.float64)
+    chunks = t.column("f0").chunks
+    ids = [c.dictionary for c in chunks]  # a chunk's own dictionary each
+    if not np.isfinite(v).all() or any(
+        pc.any(pc.starts_with(x, "#")).as_py() for x in ids
+    ):
+        return None  # a score that is not finite, a comment line
+    d = t.column("f2")
+    ints = _plain_ints(d)
+    if sp.ints is None:  # the first block says which type the doc ids are spilled as
+        sp.ints = ints
+    if sp.ints and not ints:
+        raise _MixedIds()
+    number = np.concatenate(
+        [sp.numbers(x)[arrow_numpy(c.indices)] for x, c in zip(ids, chunks)]
+    )
+    if ints:
+        key = arrow_numpy(pc.cast(d, pa.int64())).astype(np.int64, copy=False)
+        d = _int_array(key, pa.int64())
+    else:  # as read (a plain integer too: its text is the one a cast would write)
+        d = d.combine_chunks(memory_pool=memory_pool())
+        key = arrow_numpy(pc.dictionary_encode(d, memory_pool=memory_pool()).indices)
+    if _repeated(number, key):
+        return None  # the line reader names its line
+    q = _int_array(number, pa.int32())
+    return pa.record_batch([q, d, numpy_arrow(v)], schema=_schema(sp.ints))
+
+
+def _repeated(q: np.ndarray, d: np.ndarray) -> bool:
+    "True if a pair (`q[i]`, `d[i]`) of the non-negative int arrays occurs twice."
+    if not len(q):
+        return False
+    span = int(d.max()) + 1
+    if int(q.max()) < 2**62 // span:  # one int64 a pair
+        key = q.astype(np.int64) * span + d
+        key.sort()
+        return bool((key[1:] == key[:-1]).any())
+    o = np.lexsort((d, q))
+    q, d = q[o], d[o]
+    return bool(((q[1:] == q[:-1]) & (d[1:] == d[:-1])).any())
+
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
 # at most this many files are written at once (a fuller one is spread again): a pass
 # writes (times it writes x files) slices, so more files cost slices and more levels
@@ -643,9 +773,14 @@ def spill(
 
     def parts(sp: _Spill):
         read = [0]  # the next block parsed while this one is written
-        for _, c in _blocks(path, size, None, name, fast, True, read, whole=False):
+
+        def checked(t, kind):  # pyarrow's fields straight to rows: no `Columns`
+            return _spill_batch(t, sp)
+
+        blocks = _blocks(path, size, None, name, fast, True, read, False, checked)
+        for _, c in blocks:
             sp.text, sp.rows = read[0], sp.rows + len(c)  # every line checked
-            yield _spilled_rows(c, sp)
+            yield _spilled_rows(c, sp) if isinstance(c, Columns) else c
 
     sp = _Spill(seen)
     big = max(size, min(2 * size, _SPILLED_UP_TO))  # a spilled file's rows, as text
@@ -807,7 +942,7 @@ class _Scorer:
         """Score the queries of `rc` the qrels hold (`key` names the batch; `at`: their
         qrels places if known)."""
         at = self.queries.places(rc.qids) if at is None else at
-        keep = at >= 0  # a binary search of the qrels' ids: no sort of the run's
+        keep = at >= 0  # a lookup of the qrels' ids: no sort of the run's
         if not keep.any():
             return
         judged = np.zeros(len(self.qc.qids), bool)
