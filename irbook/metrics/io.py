@@ -336,6 +336,7 @@ def _fast_columns(data: bytes, kind: str) -> Columns | None:
 def fast_table(
     data: bytes,  # whole lines of a TREC qrels or run
     kind: str,  # 'qrels' or 'run'
+    one: bool = False,  # one chunk (one dictionary of query ids), not one a megabyte
 ) -> pa.Table | None:
     """The fields of `data` as pyarrow parses them (in its own threads), or None if
     `data` is not regular; `table_checked` makes them `Columns`."""
@@ -360,11 +361,14 @@ def fast_table(
     types = {n: pa.binary() for n in names}
     types["f0"], types["f2"] = text
     types[f"f{col}"] = pa.int64() if kind == "qrels" else pa.float64()
-    for threads in (True, False):  # from memory, never through a Python file object
-        try:  # (no Python in its threads)
+    read = csv.ReadOptions(column_names=names)
+    if one:  # (pyarrow parses chunks in parallel, each with a dictionary of its own)
+        read.block_size = max(read.block_size, len(data) + 1)
+    for read.use_threads in (True, False):  # from memory, never through a Python file
+        try:  # object (no Python in its threads)
             return csv.read_csv(
                 pa.BufferReader(pa.py_buffer(data)),
-                read_options=csv.ReadOptions(column_names=names, use_threads=threads),
+                read_options=read,
                 parse_options=csv.ParseOptions(
                     delimiter=sep.decode(), quote_char=False
                 ),

@@ -315,14 +315,14 @@ def _parsed(text, name, fast: bool, first) -> Columns | None:
 
 def _blocks(
     path, size: int, keys, name, fast: bool, ahead: bool, read=None, whole=True,
-    checked=table_checked,
+    checked=table_checked, one=False,
 ) -> Iterator:  # fmt: skip
     """(number, `Columns`) of each block of `path` to score (those in `keys` if given);
     `ahead`: the next one read and parsed by pyarrow in a thread while this one is
     checked and scored; `read`: a list whose first item counts the bytes of text;
     `whole`: blocks of whole queries (else of whole lines, as a spill reads them);
     `checked(table, "run")`: what a block pyarrow parsed becomes (None: the line reader
-    reads it, and it becomes `Columns`)."""
+    reads it, and it becomes `Columns`); `one`: each parsed as one chunk."""
 
     def texts_of():
         if whole:
@@ -336,7 +336,7 @@ def _blocks(
         for i, text in blocks:
             if keys is None or i in keys:
                 # pyarrow's fields (a large file's regular block): in its own threads
-                return i, text, fast_table(text, "run") if fast else None
+                return i, text, fast_table(text, "run", one) if fast else None
         return None
 
     def columns(i, text, table):  # checked `Columns` (None: comments only)
@@ -532,8 +532,11 @@ class _Files:
             grown[: len(self.of)] = self.of
             self.of = grown
         got = self.of[number]
-        new = np.unique(number[got < 0])  # each once (a number a row repeats them)
+        # each new one once (a number a row repeats them): sorted, not np.unique (its
+        # hash table cost more)
+        new = np.sort(number[got < 0])
         if len(new):
+            new = new[np.r_[True, new[1:] != new[:-1]]]
             self.of[new] = (self.queries + np.arange(len(new))) % self.nb
             self.queries += len(new)
             got = self.of[number]
@@ -777,7 +780,10 @@ def spill(
         def checked(t, kind):  # pyarrow's fields straight to rows: no `Columns`
             return _spill_batch(t, sp)
 
-        blocks = _blocks(path, size, None, name, fast, True, read, False, checked)
+        # a block parsed as one chunk: a shuffled block's queries numbered once, not
+        # once a chunk (at --memory 64, five chunks a block held 63,000 query ids
+        # where one held 15,000)
+        blocks = _blocks(path, size, None, name, fast, True, read, False, checked, True)
         for _, c in blocks:
             sp.text, sp.rows = read[0], sp.rows + len(c)  # every line checked
             yield _spilled_rows(c, sp) if isinstance(c, Columns) else c
