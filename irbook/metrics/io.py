@@ -30,8 +30,8 @@ if TYPE_CHECKING:  # annotations only: pyarrow is imported where it is used
 
 # %% auto #0
 __all__ = ['SMALL_FILE', 'ARROW_SIGNALS', 'compression_of', 'file_stamp', 'file_changed', 'read_bytes', 'arrow_signals',
-           'memory_pool', 'fast_table', 'table_checked', 'read_columns', 'read_blocks', 'parse_block', 'run_tag',
-           'read_qrels', 'read_run']
+           'memory_pool', 'fast_table', 'fields_filled', 'table_checked', 'read_columns', 'read_blocks', 'parse_block',
+           'run_tag', 'read_qrels', 'read_run']
 
 # %% ../../nbs/api/metrics_io.ipynb #1f53ab26
 _BIG = 64 * 2**20  # files larger than this get a progress bar (when asked or on a tty)
@@ -386,17 +386,26 @@ def fast_table(
     return None  # 1.7 GB): read again in one thread, else by the line reader
 
 
+def fields_filled(
+    t: pa.Table,  # `fast_table`'s fields
+    kind: str,  # 'qrels' or 'run'
+) -> bool:
+    "True if `t` has rows and none lacks a field or holds an empty one."
+    col, types = _TREC[kind][3], t.column_names
+    if not t.num_rows or any(t.column(n).null_count for n in types):
+        return False  # a missing value: an empty field where a number belongs
+    # an empty field: two separators in a row, one at a line end
+    return not any(_has_empty(t.column(n)) for n in types if n != f"f{col}")
+
+
 def table_checked(
     t: pa.Table,  # `fast_table`'s fields
     kind: str,  # 'qrels' or 'run'
 ) -> Columns | None:
     "`Columns` of `fast_table`'s fields, checked; None if a line is unusual."
-    col, types = _TREC[kind][3], t.column_names
-    if not t.num_rows or any(t.column(n).null_count for n in types):
-        return None  # a missing value: an empty field where a number belongs
-    if any(_has_empty(t.column(n)) for n in types if n != f"f{col}"):
-        return None  # an empty field: two separators in a row, one at a line end
-    values = np.asarray(arrow_numpy(t.column(f"f{col}")), np.float64)
+    if not fields_filled(t, kind):
+        return None
+    values = np.asarray(arrow_numpy(t.column(f"f{_TREC[kind][3]}")), np.float64)
     c = table_columns(t.column("f0"), t.column("f2"), values, kind)
     if np.char.startswith(c.qids, "#").any() or columns_problem(c):
         return None  # a comment line, a repeated doc, a score that is not finite

@@ -20,13 +20,14 @@ from irbook.metrics.columns import (
     columns_problem,
     doc_codes,
     numpy_arrow,
+    repeated_pair,
 )
 from .conventions import get_convention
 from irbook.metrics.io import (
     SMALL_FILE,
-    _has_empty,
     compression_of,
     fast_table,
+    fields_filled,
     file_changed,
     file_stamp,
     memory_pool,
@@ -642,11 +643,8 @@ def _spill_batch(t, sp: _Spill):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    names = t.column_names
-    if not t.num_rows or any(t.column(n).null_count for n in names):
-        return None  # a missing value: an empty field where a number belongs
-    if any(_has_empty(t.column(n)) for n in names if n != "f4"):
-        return None  # an empty field: two separators in a row, one at a line end
+    if not fields_filled(t, "run"):
+        return None
     v = np.asarray(arrow_numpy(t.column("f4")), np.float64)
     chunks = t.column("f0").chunks
     ids = [c.dictionary for c in chunks]  # a chunk's own dictionary each
@@ -669,24 +667,10 @@ def _spill_batch(t, sp: _Spill):
     else:  # as read (a plain integer too: its text is the one a cast would write)
         d = d.combine_chunks(memory_pool=memory_pool())
         key = arrow_numpy(pc.dictionary_encode(d, memory_pool=memory_pool()).indices)
-    if _repeated(number, key):
+    if repeated_pair(number, key, len(sp.q.qids) + len(sp.index)) is not None:
         return None  # the line reader names its line
     q = _int_array(number, pa.int32())
     return pa.record_batch([q, d, numpy_arrow(v)], schema=_schema(sp.ints))
-
-
-def _repeated(q: np.ndarray, d: np.ndarray) -> bool:
-    "True if a pair (`q[i]`, `d[i]`) of the non-negative int arrays occurs twice."
-    if not len(q):
-        return False
-    span = int(d.max()) + 1
-    if int(q.max()) < 2**62 // span:  # one int64 a pair
-        key = q.astype(np.int64) * span + d
-        key.sort()
-        return bool((key[1:] == key[:-1]).any())
-    o = np.lexsort((d, q))
-    q, d = q[o], d[o]
-    return bool(((q[1:] == q[:-1]) & (d[1:] == d[:-1])).any())
 
 # %% ../../nbs/api/metrics_stream.ipynb #eb1ce5ea
 # at most this many files are written at once (a fuller one is spread again): a pass
