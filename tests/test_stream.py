@@ -204,7 +204,7 @@ def test_int_values_are_those_of_plain_integers():
     import irbook.metrics.columns as C
 
     ids = ["0", "7", "007", "+7", " 7", "7 ", "1e3", "12a", "", "9" * 18, "9" * 19]
-    ok, value = C._int_values(np.array(ids))
+    ok, value = C.plain_int_values(np.array(ids))
     want = np.array([C.plain_int(i) for i in ids])  # the reader's rule, an id at a time
     assert (ok == (want >= 0)).all() and (value[ok] == want[ok]).all() and ok.sum() == 3
 

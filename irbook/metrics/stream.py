@@ -13,13 +13,13 @@ import numpy as np
 
 from irbook.metrics.columns import (
     Columns,
-    _int_values,
-    _plain_ints,
+    all_plain_ints,
     arrow_numpy,
     arrow_strs,
     columns_problem,
     doc_codes,
     numpy_arrow,
+    plain_int_values,
     repeated_pair,
 )
 from .conventions import get_convention
@@ -211,7 +211,7 @@ class _Queries:
         # others by hash, each found id checked against the qrels' own; two qrels ids
         # of one hash: by str instead
         self._sorted, self.table, self.bits = None, None, 0
-        ok, value = _int_values(qids)
+        ok, value = plain_int_values(qids)
         self.ints = bool(len(qids)) and bool(ok.all())
         self.hash = value.view(np.uint64) if self.ints else _hashes(qids)
         del ok, value
@@ -255,7 +255,7 @@ class _Queries:
             i = np.minimum(np.searchsorted(self.sorted, ids), len(self.sorted) - 1)
             return np.where(self.sorted[i] == ids, self.order[i], -1)
         if self.ints:  # an id that is not a plain integer is none of the qrels'
-            ok, value = _int_values(ids)
+            ok, value = plain_int_values(ids)
             return np.where(ok, self._found(value.view(np.uint64)), -1)
         at = self._found(_hashes(ids))
         same = self.qids[np.maximum(at, 0)] == ids  # the same id, not just its hash
@@ -267,7 +267,7 @@ class _Queries:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if self.ints and self.table is not None and _plain_ints(s):
+        if self.ints and self.table is not None and all_plain_ints(s):
             value = arrow_numpy(pc.cast(s, pa.int64())).astype(np.int64, copy=False)
             return self._found(value.view(np.uint64))
         return self.places(arrow_strs(s))
@@ -653,7 +653,7 @@ def _spill_batch(t, sp: _Spill):
     ):
         return None  # a score that is not finite, a comment line
     d = t.column("f2")
-    ints = _plain_ints(d)
+    ints = all_plain_ints(d)
     if sp.ints is None:  # the first block says which type the doc ids are spilled as
         sp.ints = ints
     if sp.ints and not ints:
