@@ -364,8 +364,9 @@ def fast_table(
     read = csv.ReadOptions(column_names=names)
     if one:  # (pyarrow parses chunks in parallel, each with a dictionary of its own)
         read.block_size = max(read.block_size, len(data) + 1)
-    for read.use_threads in (True, False):  # from memory, never through a Python file
-        try:  # object (no Python in its threads)
+    for threads in (True, False):  # from memory, never through a Python file object
+        read.use_threads = threads  # (no Python in its threads)
+        try:
             return csv.read_csv(
                 pa.BufferReader(pa.py_buffer(data)),
                 read_options=read,

@@ -767,8 +767,10 @@ def spill(
         # a block parsed as one chunk: a shuffled block's queries numbered once, not
         # once a chunk (at --memory 64, five chunks a block held 63,000 query ids
         # where one held 15,000)
-        blocks = _blocks(path, size, None, name, fast, True, read, False, checked, True)
-        for _, c in blocks:
+        kw = dict(
+            read=read, whole=False, checked=checked, one=True
+        )  # lines, not queries
+        for _, c in _blocks(path, size, None, name, fast, True, **kw):
             sp.text, sp.rows = read[0], sp.rows + len(c)  # every line checked
             yield _spilled_rows(c, sp) if isinstance(c, Columns) else c
 
